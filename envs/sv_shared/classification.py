@@ -1,0 +1,68 @@
+"""Scoring and aggregation shared by the detection environments (E1 network logs, E4 phishing).
+
+An answer names a label (the positive class is the attack / phish), a confidence, or abstains.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sv_shared.contracts import ParseResult
+from sv_shared.costs import CostTable
+from sv_shared.metrics import Outcome, classification_metrics, reward_summary
+from sv_shared.rewards import RewardWeights, classification_components, failed_components
+
+ABSTAIN = "Abstain"
+
+
+@dataclass(frozen=True)
+class DetectionTask:
+    """The label vocabulary and costs of one detection environment."""
+
+    positive_label: str
+    negative_label: str
+    costs: CostTable
+    weights: RewardWeights
+
+    def outcome(self, truth_label: str, parsed: Mapping[str, Any] | None) -> Outcome:
+        truth = truth_label == self.positive_label
+        if parsed is None:
+            return Outcome(truth=truth, prediction=None, abstained=False, confidence=None)
+        label = parsed["label"]
+        if label == ABSTAIN:
+            return Outcome(truth=truth, prediction=None, abstained=True, confidence=float(parsed["confidence"]))
+        return Outcome(
+            truth=truth, prediction=label == self.positive_label, abstained=False, confidence=float(parsed["confidence"])
+        )
+
+    def components(self, truth_label: str, parsed: ParseResult) -> dict[str, float]:
+        """Reward components of a parsed answer; a parse failure zeroes them all."""
+        if not parsed.ok or parsed.output is None:
+            return failed_components(list(self.weights.weights))
+        outcome = self.outcome(truth_label, parsed.output)
+        return classification_components(
+            truth=outcome.truth,
+            prediction=outcome.prediction,
+            abstained=outcome.abstained,
+            confidence=outcome.confidence or 0.0,
+            costs=self.costs,
+        )
+
+    def aggregate(
+        self, records: Sequence[Mapping[str, Any]], truth_labels: Mapping[str, str], *, seed: int = 42
+    ) -> dict[str, Any]:
+        """Metrics of a run: detection and calibration metrics, reward summary, format failures by reason."""
+        outcomes = [self.outcome(truth_labels[record["id"]], record.get("parsed")) for record in records]
+        metrics = classification_metrics(outcomes, costs=self.costs)
+        metrics["reward"] = reward_summary([float(record["reward"]) for record in records], seed=seed)
+        metrics["components"] = {
+            name: (sum(float(r["components"].get(name, 0.0)) for r in records) / len(records) if records else None)
+            for name in self.weights.weights
+        }
+        metrics["format_errors"] = dict(
+            sorted(Counter(str(r["error"]) for r in records if r.get("error")).items())
+        )
+        return metrics

@@ -1,0 +1,122 @@
+"""The environment contract every sv-env package implements, and the records it exchanges."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+Message = dict[str, Any]
+"""One chat message in OpenAI form: {"role": ..., "content": ...}."""
+
+Item = dict[str, Any]
+"""One corpus row as a plain dict (its schema is the environment's)."""
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """A completion parsed into the environment's typed output, or the named reason it could not be."""
+
+    output: dict[str, Any] | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ScoredSample:
+    """The verifier's verdict on one completion: total reward, its named components, and why it failed if it did."""
+
+    item_id: str
+    reward: float
+    components: dict[str, float]
+    parsed: dict[str, Any] | None
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "id": self.item_id,
+            "reward": self.reward,
+            "components": self.components,
+            "parsed": self.parsed,
+            "error": self.error,
+            "details": self.details,
+        }
+
+
+Baseline = Callable[[Mapping[str, Any]], str]
+"""A rule baseline: from an item's observation (what a model sees) to a completion string."""
+
+
+class Environment(ABC):
+    """One executable security environment: data, prompts, parser, verifier and metrics.
+
+    Environments are plain Python (no Dagster); the orchestration layer calls these methods.
+    """
+
+    env_id: str
+    """Short id used in partitions and configs: e1 … e6."""
+    name: str
+    """Package-style name used in artifact paths: sv-env-…"""
+    verifier_version: str
+    """Bumped whenever parsing or scoring changes, so stored scores can be told apart."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = dict(config)
+
+    id_column: str
+    """Column of the corpus frame that identifies an item across runs and models."""
+
+    @abstractmethod
+    def sources(self) -> list[str]:
+        """Names of the corpora this environment can load ("embedded" is always one)."""
+
+    @abstractmethod
+    def load_source(self, source: str) -> pl.DataFrame:
+        """Load one corpus (embedded, or a real corpus from its configured HF id / local mirror) as a valid frame."""
+
+    @abstractmethod
+    def curate(self, frames: Sequence[pl.DataFrame], *, seed: int) -> dict[str, pl.DataFrame]:
+        """Deduplicate and split corpora into train/dev/test, deterministically for a seed."""
+
+    @abstractmethod
+    def synthesize(self, n: int, *, seed: int, base: pl.DataFrame | None = None) -> pl.DataFrame:
+        """Generate n synthetic items from a seed (optionally perturbing real ones); rows record their provenance."""
+
+    @abstractmethod
+    def validate(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Validate a corpus frame against the environment's schema; raise with a clear message if invalid."""
+
+    @abstractmethod
+    def observation(self, item: Item) -> dict[str, Any]:
+        """The part of an item a model may see (never the label)."""
+
+    @abstractmethod
+    def messages(self, item: Item) -> list[Message]:
+        """The chat messages that pose the item to a model."""
+
+    @abstractmethod
+    def parse(self, completion: str) -> ParseResult:
+        """Parse a completion into the typed output, or a named format failure."""
+
+    @abstractmethod
+    def score(self, item: Item, completion: str) -> ScoredSample:
+        """Verify a completion for an item: reward, components, parsed output."""
+
+    @abstractmethod
+    def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
+        """Metrics over scored records (as written to results.jsonl) and the items they answer."""
+
+    def baselines(self) -> dict[str, Baseline]:
+        """Rule baselines this environment offers, by registry model id."""
+        return {}
+
+    def generation_params(self) -> dict[str, Any]:
+        """Default generation parameters for this environment (max tokens, temperature)."""
+        return dict(self.config.get("generation", {}))

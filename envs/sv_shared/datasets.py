@@ -1,0 +1,54 @@
+"""Dataset artifacts: a parquet file plus a metadata.json that documents its provenance."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sv_shared.hashing import frame_hash
+
+
+@dataclass(frozen=True)
+class DatasetArtifact:
+    path: Path
+    rows: int
+    hash: str
+
+
+def write_dataset(frame: pl.DataFrame, path: Path, provenance: Mapping[str, Any]) -> DatasetArtifact:
+    """Write the frame atomically and a `<name>.metadata.json` beside it (hash, rows, provenance, time)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".parquet.tmp")
+    frame.write_parquet(tmp)
+    tmp.replace(path)
+    artifact = DatasetArtifact(path=path, rows=frame.height, hash=frame_hash(frame))
+    metadata = {
+        "path": path.name,
+        "rows": artifact.rows,
+        "hash": artifact.hash,
+        "columns": frame.columns,
+        "written_at": datetime.now(UTC).isoformat(),
+        **provenance,
+    }
+    path.with_suffix(".metadata.json").write_text(json.dumps(metadata, indent=2, default=str) + "\n", encoding="utf-8")
+    return artifact
+
+
+def read_dataset(path: Path) -> pl.DataFrame:
+    if not path.is_file():
+        raise FileNotFoundError(f"dataset {path} does not exist: materialize the asset that writes it first")
+    return pl.read_parquet(path)
+
+
+def value_counts(frame: pl.DataFrame, column: str) -> dict[str, int]:
+    """Counts per value, sorted by value, as plain ints (for metadata and checks)."""
+    if frame.height == 0:
+        return {}
+    counts = frame.group_by(column).len().sort(column)
+    return {str(row[column]): int(row["len"]) for row in counts.to_dicts()}

@@ -1,0 +1,79 @@
+"""Reward components (pure functions) and their weighted combination.
+
+Each component lies in [0, 1]; an environment's reward is the weighted mean of its components, with weights from
+configs/envs/<env>.yaml. A completion that fails to parse scores 0 on every component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sv_shared.costs import CostTable
+
+
+def reward_accuracy(correct: bool) -> float:
+    """1 for the right label, 0 otherwise (an abstention is not right)."""
+    return 1.0 if correct else 0.0
+
+
+def reward_calibration(confidence: float, correct: bool) -> float:
+    """1 − |confidence − correctness|: confident and right, or unconfident and wrong, both score high."""
+    return 1.0 - abs(confidence - (1.0 if correct else 0.0))
+
+
+def reward_asymmetric_cost(cost: float, costs: CostTable) -> float:
+    """1 − cost / worst cost: a miss scores 0, a false alarm more, an abstention more still, a right answer 1."""
+    return 1.0 - cost / costs.miss
+
+
+def reward_format(parsed_ok: bool) -> float:
+    return 1.0 if parsed_ok else 0.0
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Non-negative weights by component name; the reward is their weighted mean."""
+
+    weights: Mapping[str, float]
+
+    def __post_init__(self) -> None:
+        if any(weight < 0 for weight in self.weights.values()):
+            raise ValueError(f"reward weights must be non-negative: {dict(self.weights)}")
+        if sum(self.weights.values()) <= 0:
+            raise ValueError("reward weights must not all be zero")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> RewardWeights:
+        return cls({name: float(weight) for name, weight in config.items()})
+
+    def combine(self, components: Mapping[str, float]) -> float:
+        """Weighted mean over the configured components; a configured component that is missing is an error."""
+        missing = set(self.weights) - set(components)
+        if missing:
+            raise KeyError(f"reward components missing: {sorted(missing)}")
+        total = sum(self.weights.values())
+        return sum(weight * components[name] for name, weight in self.weights.items()) / total
+
+
+def classification_components(
+    *, truth: bool, prediction: bool | None, abstained: bool, confidence: float, costs: CostTable
+) -> dict[str, float]:
+    """Components for a parsed answer to a binary detection item (positive = attack / phish).
+
+    Calibration scores committed answers only: an abstention earns none, so abstaining can never beat a right answer.
+    """
+    correct = (not abstained) and prediction == truth
+    cost = costs.cost(truth, prediction, abstained=abstained)
+    return {
+        "accuracy": reward_accuracy(correct),
+        "calibration": 0.0 if abstained else reward_calibration(confidence, correct),
+        "asymmetric_cost": reward_asymmetric_cost(cost, costs),
+        "format": reward_format(True),
+    }
+
+
+def failed_components(names: Mapping[str, float] | list[str]) -> dict[str, float]:
+    """All-zero components for a completion that could not be parsed."""
+    return dict.fromkeys(names, 0.0)

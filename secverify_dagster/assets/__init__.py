@@ -1,0 +1,1 @@
+"""Software-defined assets: corpora → curated splits → synthetic sets → eval results → reports."""

@@ -1,0 +1,95 @@
+"""eval_results: one environment × one model per partition, written by the eval runner as a run folder."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from secverify_dagster.assets.corpora import curated_key
+from secverify_dagster.partitions import eval_partitions
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.runner import EvalDataset, EvalRunner
+from sv_shared.datasets import read_dataset
+from sv_shared.registry import EnvironmentNotAvailable, get_environment, implemented_env_ids
+
+EVAL_RESULTS = dg.AssetKey("eval_results")
+
+
+class EvalConfig(dg.Config):
+    """N defaults to the environment's eval.default_n; the same seed and items for every model."""
+
+    n: int | None = None
+    seed: int = 42
+    split: str = "test"
+
+
+@dg.asset(
+    key=EVAL_RESULTS,
+    partitions_def=eval_partitions,
+    deps=[curated_key(env_id) for env_id in implemented_env_ids()],
+    group_name="evals",
+    kinds={"python"},
+    output_required=False,
+    description="Scored samples of one model on one environment: outputs/evals/<env>--<model>/<run_id>/.",
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+)
+def eval_results(
+    context: dg.AssetExecutionContext,
+    config: EvalConfig,
+    models: ModelRegistryResource,
+    artifacts: ArtifactStoreResource,
+):
+    keys = context.partition_key.keys_by_dimension
+    env_id, model_id = keys["env"], keys["model"]
+    try:
+        env = get_environment(env_id)
+    except EnvironmentNotAvailable as error:
+        raise dg.Failure(str(error)) from error
+    spec = models.spec(model_id)
+    reach = models.reachability(model_id, env_id, list(env.baselines()))
+    if not reach.ok:
+        # A model that cannot run here is skipped with its reason: no materialization, no score.
+        context.log.warning(f"skipped {model_id} on {env_id}: {reach.reason}")
+        context.log_event(dg.AssetObservation(asset_key=EVAL_RESULTS, partition=context.partition_key,
+                                              metadata={"status": "skipped", "reason": reach.reason}))
+        return
+    path = artifacts.datasets(env_id) / "curated" / f"{config.split}.parquet"
+    dataset = EvalDataset(frame=read_dataset(path), source=str(path), split=config.split)
+    n = config.n or int(env.config.get("eval", {}).get("default_n", 32))
+
+    def progress(done: int, total: int) -> None:
+        context.log.info(f"{env_id} × {model_id}: {done}/{total} samples scored")
+
+    cache = artifacts.response_cache()
+    try:
+        outcome = EvalRunner(env, spec, evals_root=artifacts.evals(), cache=cache).run(
+            dataset, n=n, seed=config.seed, progress=progress
+        )
+    finally:
+        cache.close()
+    if outcome.status != "complete":
+        raise dg.Failure(
+            f"{env_id} × {model_id}: {outcome.n_done} of {outcome.summary.get('n_items')} samples scored, "
+            f"{outcome.n_provider_errors} provider errors (see {outcome.run_dir}/errors.jsonl); "
+            "re-run to resume the missing samples",
+        )
+    metrics = outcome.summary["metrics"]
+    yield dg.MaterializeResult(
+        metadata={
+            "run_dir": dg.MetadataValue.path(str(outcome.run_dir)),
+            "run_id": outcome.metadata["run_id"],
+            "n": metrics["n"],
+            "reward_mean": metrics["reward"]["mean"],
+            "accuracy": metrics["accuracy"],
+            "f1": metrics["f1"],
+            "fnr": metrics["fnr"],
+            "ece": metrics["ece"],
+            "brier": metrics["brier"],
+            "format_failure_rate": metrics["format_failure_rate"],
+            "dataset_hash": outcome.metadata["dataset"]["hash"],
+            "verifier_version": outcome.metadata["verifier_version"],
+            "code_version": outcome.metadata["code_version"],
+            "cost_usd": outcome.metadata["cost_usd"],
+            "tokens": dg.MetadataValue.json(outcome.metadata["usage"]),
+            "timings": dg.MetadataValue.json(outcome.metadata["timings"]),
+        }
+    )

@@ -1,0 +1,198 @@
+"""The `secverify` command: eval, score, models, report, and run (the main job on the embedded default)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sv_shared.config import outputs_dir
+from sv_shared.registry import ENV_IDS, EnvironmentNotAvailable, get_environment
+
+DEFAULT_RUN_MODELS = ("smollm2-135m-instruct", "heuristic")
+
+
+def _split_models(values: Sequence[str]) -> list[str]:
+    return [model for value in values for model in value.replace(",", " ").split() if model]
+
+
+def _print(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from secverify_dagster.resources.models import load_registry, reachability
+
+    env = get_environment(args.env) if args.env else None
+    baselines = list(env.baselines()) if env else []
+    _print(f"{'model':<24} {'provider':<20} {'reachable':<10} why / model")
+    for spec in load_registry().values():
+        if env is None and spec.provider == "baseline":
+            status_ok, reason = True, f"rule baseline for {', '.join(spec.envs) or 'all envs'}"
+        else:
+            status = reachability(spec, args.env, available_baselines=baselines)
+            status_ok, reason = status.ok, (status.reason if not status.ok else spec.model)
+        _print(f"{spec.id:<24} {spec.provider:<20} {'yes' if status_ok else 'no':<10} {reason}")
+    return 0
+
+
+def _progress_printer(label: str):
+    last = {"t": 0.0}
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last["t"] > 1.0:
+            last["t"] = now
+            print(f"\r  {label}: {done}/{total} samples", end="\n" if done == total else "", flush=True)
+
+    return progress
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from secverify_dagster.reports import summary_lines
+    from secverify_dagster.resources.models import load_registry
+    from secverify_dagster.runner import EvalRunner, embedded_dataset, read_dataset
+    from sv_shared.cache import JsonCache
+
+    env = get_environment(args.env)
+    registry = load_registry()
+    models = _split_models(args.model + args.models) or list(DEFAULT_RUN_MODELS)
+    unknown = [m for m in models if m not in registry]
+    if unknown:
+        _print(f"unknown model ids: {', '.join(unknown)} (see `secverify models`)")
+        return 2
+    dataset = (embedded_dataset(env, split=args.split, seed=args.seed) if args.dataset == "embedded"
+               else read_dataset(env, Path(args.dataset)))
+    n = args.n or int(env.config.get("eval", {}).get("default_n", 32))
+    cache = None if args.no_cache else JsonCache(outputs_dir() / "cache" / "responses.sqlite")
+    failures = 0
+    try:
+        for model_id in models:
+            _print(f"{env.name} × {model_id} (n={n}, seed={args.seed}, dataset {dataset.source})")
+            outcome = EvalRunner(env, registry[model_id], cache=cache).run(
+                dataset, n=n, seed=args.seed, run_id=args.run_id, progress=_progress_printer(model_id)
+            )
+            if outcome.status == "skipped":
+                _print(f"  skipped: {outcome.reason}")
+                continue
+            for line in summary_lines(outcome.summary["metrics"]):
+                _print(f"  {line}")
+            _print(f"  status {outcome.status} · run folder {outcome.run_dir}")
+            failures += outcome.status != "complete"
+    finally:
+        if cache is not None:
+            cache.close()
+    return 1 if failures else 0
+
+
+def _read_completions(path: Path) -> list[dict]:
+    completions = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as error:
+                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from error
+            if not isinstance(entry, dict) or "id" not in entry or "completion" not in entry:
+                raise ValueError(f'{path}:{number}: expected {{"id": ..., "completion": ...}}')
+            completions.append(entry)
+    return completions
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from secverify_dagster.reports import summary_lines
+    from secverify_dagster.runner import read_dataset, score_completions
+
+    env = get_environment(args.env)
+    dataset = read_dataset(env, Path(args.items))
+    records, metrics = score_completions(env, dataset.frame, _read_completions(Path(args.completions)))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    for line in summary_lines(metrics):
+        _print(line)
+    _print(f"{len(records)} scored samples → {out}")
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from secverify_dagster.reports import build_report
+
+    env = get_environment(args.env)
+    out_dir = outputs_dir() / "reports" / env.env_id / datetime.now(UTC).strftime("%Y-%m-%d")
+    report = build_report(env, outputs_dir() / "evals", out_dir)
+    _print(f"report for {', '.join(report.models) or 'no models'} → {report.markdown_path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("DAGSTER_HOME", str(outputs_dir() / "dagster_home"))
+    from secverify_dagster.pipeline import run_main_job
+
+    return run_main_job(env_id=args.env, models=_split_models(args.models) or list(DEFAULT_RUN_MODELS), n=args.n)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="secverify", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    models = sub.add_parser("models", help="the model registry and which models are reachable here")
+    models.add_argument("--env", choices=ENV_IDS, help="check reachability for this environment")
+    models.set_defaults(func=cmd_models)
+
+    evaluate = sub.add_parser("eval", help="evaluate models on an environment; writes outputs/evals/<env>--<model>/")
+    evaluate.add_argument("--env", required=True, choices=ENV_IDS)
+    evaluate.add_argument("--model", action="append", default=[], help="registry model id (repeatable)")
+    evaluate.add_argument("--models", action="append", default=[], help='space/comma-separated ids, e.g. "a b"')
+    evaluate.add_argument("-n", "--n", type=int, default=None, help="items (default: the env's eval.default_n)")
+    evaluate.add_argument("--seed", type=int, default=42)
+    evaluate.add_argument("--dataset", default="embedded",
+                          help='"embedded" (default: the shipped corpus, curated) or a parquet/CSV/JSONL file')
+    evaluate.add_argument("--split", default="test", help="split of the embedded corpus to draw from")
+    evaluate.add_argument("--run-id", default=None, help="resume or name a run (default: derived from the inputs)")
+    evaluate.add_argument("--no-cache", action="store_true", help="bypass the persistent response cache")
+    evaluate.set_defaults(func=cmd_eval)
+
+    score = sub.add_parser("score", help="re-score stored completions offline")
+    score.add_argument("--env", required=True, choices=ENV_IDS)
+    score.add_argument("--items", required=True, help="items in the env's corpus format (parquet/CSV/JSONL)")
+    score.add_argument("--completions", required=True, help='JSONL of {"id", "completion"}')
+    score.add_argument("--out", required=True, help="scored samples (JSONL)")
+    score.add_argument("--summary", help="also write the metrics as JSON here")
+    score.set_defaults(func=cmd_score)
+
+    report = sub.add_parser("report", help="build an environment's report from its latest eval runs")
+    report.add_argument("--env", required=True, choices=ENV_IDS)
+    report.set_defaults(func=cmd_report)
+
+    run = sub.add_parser("run", help="the main job: data lineage, evals and report on the embedded default")
+    run.add_argument("--env", default="e1", choices=ENV_IDS)
+    run.add_argument("--models", default=" ".join(DEFAULT_RUN_MODELS))
+    run.add_argument("-n", "--n", type=int, default=None)
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (EnvironmentNotAvailable, FileNotFoundError, KeyError, ValueError) as error:
+        print(f"secverify {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The one place the Dagster definitions are assembled."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from secverify_dagster.assets.checks import build_dataset_checks
+from secverify_dagster.assets.corpora import build_corpus_assets
+from secverify_dagster.assets.evals import eval_results
+from secverify_dagster.assets.reports import build_report_asset, report_key
+from secverify_dagster.jobs import data_job, eval_job, report_job
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
+from secverify_dagster.sensors.new_models import new_model_sensor
+from sv_shared.registry import get_environment, implemented_env_ids
+
+ENVIRONMENTS = [get_environment(env_id) for env_id in implemented_env_ids()]
+
+
+def _default_sources(env) -> list[str]:
+    data = env.config.get("data", {})
+    return list(dict.fromkeys([*data.get("train_sources", ["embedded"]), *data.get("ood_sources", [])]))
+
+
+all_reports_job = dg.define_asset_job(
+    "reports_job", selection=dg.AssetSelection.assets(*(report_key(env.env_id) for env in ENVIRONMENTS))
+)
+
+monthly_report = dg.ScheduleDefinition(
+    name="monthly_report", job=all_reports_job, cron_schedule="0 9 1 * *", execution_timezone="UTC",
+    description="1st of the month, 09:00 UTC: the consolidated report of every environment.",
+)
+
+defs = dg.Definitions(
+    assets=[
+        *(asset for env in ENVIRONMENTS for asset in build_corpus_assets(env)),
+        eval_results,
+        *(build_report_asset(env) for env in ENVIRONMENTS),
+    ],
+    asset_checks=[check for env in ENVIRONMENTS for check in build_dataset_checks(env)],
+    jobs=[
+        *(data_job(env.env_id, _default_sources(env)) for env in ENVIRONMENTS),
+        eval_job,
+        *(report_job(env.env_id) for env in ENVIRONMENTS),
+        all_reports_job,
+    ],
+    schedules=[weekly_sweep, biweekly_full_eval, monthly_report],
+    sensors=[new_model_sensor],
+    resources={"models": ModelRegistryResource(), "artifacts": ArtifactStoreResource()},
+)

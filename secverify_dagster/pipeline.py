@@ -1,0 +1,88 @@
+"""The main job behind `make run`: one environment's whole lineage on the embedded default, in-process.
+
+It runs on the persistent instance in $DAGSTER_HOME, so the runs, materializations and checks appear in the UI
+(`make dev`) exactly as if they had been launched there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import dagster as dg
+
+from secverify_dagster.definitions import defs
+from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.resources.models import load_registry, reachability
+from sv_shared.config import outputs_dir
+from sv_shared.registry import get_environment
+
+_QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def _step(number: int, total: int, text: str) -> float:
+    print(f"[{number}/{total}] {text}", flush=True)
+    return time.perf_counter()
+
+
+def _done(started: float, result: dg.ExecuteInProcessResult, detail: str = "") -> None:
+    state = "ok" if result.success else "FAILED"
+    print(f"      {state} in {time.perf_counter() - started:.1f}s{' · ' + detail if detail else ''}", flush=True)
+
+
+def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
+    instance = dg.DagsterInstance.get()
+    env = get_environment(env_id)
+    registry = load_registry()
+    unknown = [m for m in models if m not in registry]
+    if unknown:
+        print(f"unknown model ids: {', '.join(unknown)} (see `secverify models`)")
+        return 2
+    # The registry seeds the model partitions, as the new-model sensor does in a running deployment.
+    known = set(instance.get_dynamic_partitions(MODELS_PARTITION))
+    new = [model for model in registry if model not in known]
+    if new:
+        instance.add_dynamic_partitions(MODELS_PARTITION, new)
+
+    total = 2 + len(models)
+    started = _step(1, total, f"{env.name}: raw corpora → curated splits → synthetic set (+ checks)")
+    data = defs.get_job_def(f"{env_id}_data_job").execute_in_process(instance=instance, run_config=_QUIET,
+                                                                      raise_on_error=False)
+    _done(started, data)
+    if not data.success:
+        return 1
+
+    eval_job = defs.get_job_def("eval_job")
+    failures = 0
+    for index, model_id in enumerate(models, start=2):
+        status = reachability(registry[model_id], env_id, available_baselines=env.baselines().keys())
+        started = _step(index, total, f"eval_results[{env_id}|{model_id}]")
+        if not status.ok:
+            print(f"      skipped: {status.reason}", flush=True)
+            continue
+        run_config = {**_QUIET, "ops": {"eval_results": {"config": {"n": n} if n else {}}}}
+        result = eval_job.execute_in_process(
+            instance=instance, partition_key=eval_partition_key(env_id, model_id), run_config=run_config,
+            raise_on_error=False,
+        )
+        detail = ""
+        for event in result.get_asset_materialization_events():
+            meta = event.materialization.metadata
+            detail = (f"reward {meta['reward_mean'].value:.3f} · accuracy {meta['accuracy'].value} · "
+                      f"run {meta['run_dir'].value}")
+        _done(started, result, detail)
+        failures += not result.success
+
+    started = _step(total, total, f"{env_id}/report")
+    report = defs.get_job_def(f"{env_id}_report_job").execute_in_process(instance=instance, run_config=_QUIET,
+                                                                          raise_on_error=False)
+    _done(started, report)
+    report_path = ""
+    for event in report.get_asset_materialization_events():
+        report_path = event.materialization.metadata["report"].value
+    print()
+    print(f"eval runs:  {outputs_dir() / 'evals'}")
+    print(f"datasets:   {outputs_dir() / 'datasets' / env_id}")
+    print(f"report:     {report_path}")
+    print(f"Dagster UI: make dev → http://127.0.0.1:3000 (instance {instance.root_directory})")
+    return 0 if report.success and not failures else 1

@@ -1,0 +1,198 @@
+"""Environment reports: the latest complete run of each model on one dataset, compared honestly.
+
+A report holds a metrics table (reward with a bootstrap CI, detection and calibration metrics), paired bootstrap
+deltas between every pair of models over the items both scored, a reliability diagram and a risk–coverage plot, and
+the provenance of every run it used. Plain Python: the report asset and `secverify report` both call build_report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from sv_shared.contracts import Environment
+from sv_shared.plots import plot_reliability, plot_risk_coverage
+from sv_shared.statistics import align_paired, paired_bootstrap
+
+
+@dataclass(frozen=True)
+class RunView:
+    model_id: str
+    run_dir: Path
+    metadata: dict[str, Any]
+    summary: dict[str, Any]
+    records: list[dict[str, Any]]
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.summary["metrics"]
+
+
+@dataclass(frozen=True)
+class Report:
+    markdown_path: Path
+    json_path: Path
+    reliability_path: Path
+    risk_coverage_path: Path
+    dataset_hash: str | None
+    models: list[str]
+    excluded: dict[str, str]
+
+
+def _load_run(run_dir: Path) -> RunView | None:
+    try:
+        metadata = json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        lines = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    except (OSError, ValueError):
+        return None
+    records = [json.loads(line) for line in lines if line.strip()]
+    return RunView(metadata["model"]["id"], run_dir, metadata, summary, records)
+
+
+def collect_runs(evals_root: Path, env: Environment) -> tuple[list[RunView], dict[str, str]]:
+    """The latest complete run per model, all on the dataset of the most recent run; the rest with reasons."""
+    latest: dict[str, RunView] = {}
+    for run_dir in sorted(evals_root.glob(f"{env.name}--*/*/")):
+        view = _load_run(run_dir)
+        if view is None or view.metadata.get("status") != "complete":
+            continue
+        current = latest.get(view.model_id)
+        if current is None or view.metadata["sessions"][-1]["started_at"] > current.metadata["sessions"][-1][
+            "started_at"
+        ]:
+            latest[view.model_id] = view
+    if not latest:
+        return [], {}
+    newest = max(latest.values(), key=lambda v: v.metadata["sessions"][-1]["started_at"])
+    dataset_hash = newest.metadata["dataset"]["hash"]
+    runs = sorted((v for v in latest.values() if v.metadata["dataset"]["hash"] == dataset_hash),
+                  key=lambda v: v.model_id)
+    excluded = {
+        v.model_id: f"latest run {v.run_dir.name} is on another dataset ({v.metadata['dataset']['hash'][:12]})"
+        for v in latest.values() if v.metadata["dataset"]["hash"] != dataset_hash
+    }
+    return runs, excluded
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _metrics_table(runs: Sequence[RunView]) -> list[str]:
+    header = ("| model | n | reward [95% CI] | accuracy | F1 | FNR | FPR | abstain | format fail | ECE | Brier | "
+              "AURC | cost-wtd error | cost USD |")
+    lines = [header, "|" + "---|" * 14]
+    for run in runs:
+        m = run.metrics
+        reward = m["reward"]
+        lines.append(
+            f"| {run.model_id} | {m['n']} | {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, "
+            f"{_fmt(reward['ci_high'])}] | {_fmt(m['accuracy'])} | {_fmt(m['f1'])} | {_fmt(m['fnr'])} | "
+            f"{_fmt(m['fpr'])} | {_fmt(m['abstention_rate'])} | {_fmt(m['format_failure_rate'])} | "
+            f"{_fmt(m['ece'])} | {_fmt(m['brier'])} | {_fmt(m['aurc'])} | {_fmt(m['cost_weighted_error'])} | "
+            f"{run.metadata.get('cost_usd', 0.0):.4f} |"
+        )
+    return lines
+
+
+def paired_comparisons(runs: Sequence[RunView], *, seed: int = 42) -> list[dict[str, Any]]:
+    """Paired bootstrap of the reward delta for every pair of models, over the items both scored."""
+    rows = []
+    for run_a, run_b in combinations(runs, 2):
+        ids, rewards_a, rewards_b = align_paired(run_a.records, run_b.records)
+        if not ids:
+            continue
+        result = paired_bootstrap(rewards_a, rewards_b, seed=seed)
+        rows.append({"model_a": run_a.model_id, "model_b": run_b.model_id, "n_paired": len(ids),
+                     **result.to_dict()})
+    return rows
+
+
+def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int = 42) -> Report:
+    runs, excluded = collect_runs(evals_root, env)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    reliability = plot_reliability(
+        {run.model_id: run.metrics["reliability_bins"] for run in runs}, out_dir / "reliability.png",
+        title=f"{env.name}: reliability",
+    )
+    risk_coverage = plot_risk_coverage(
+        {run.model_id: run.metrics["risk_coverage"] for run in runs}, out_dir / "risk_coverage.png",
+        title=f"{env.name}: risk–coverage", aurc_by_model={run.model_id: run.metrics["aurc"] for run in runs},
+    )
+    comparisons = paired_comparisons(runs, seed=seed)
+    dataset = runs[0].metadata["dataset"] if runs else None
+    lines = [
+        f"# {env.name} ({env.env_id}) report",
+        "",
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. "
+        f"Verifier {env.verifier_version}. Seed {seed}.",
+        "",
+    ]
+    if not runs:
+        lines += ["No complete eval runs yet: materialize eval_results for this environment first.", ""]
+    else:
+        lines += [
+            f"Dataset `{dataset['source']}` (hash `{dataset['hash'][:16]}`, {dataset['rows']} rows); "
+            f"every model answered the same {runs[0].summary['n_items']} items.",
+            "",
+            "## Results",
+            "",
+            *_metrics_table(runs),
+            "",
+            "Reward: mean with a 95% bootstrap CI. ECE: 10 equal-width bins over answered items. "
+            "AURC: area under the risk–coverage curve (lower is better).",
+            "",
+            "## Paired comparisons (bootstrap over items, 10,000 resamples)",
+            "",
+        ]
+        if comparisons:
+            lines += ["| A | B | n | Δ reward (A − B) | 95% CI | p |", "|---|---|---|---|---|---|"]
+            lines += [
+                f"| {c['model_a']} | {c['model_b']} | {c['n_paired']} | {c['delta']:+.3f} | "
+                f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] | {c['p_value']:.3f} |"
+                for c in comparisons
+            ]
+        else:
+            lines.append("Only one model has a complete run; nothing to compare.")
+        lines += ["", "## Format failures", ""]
+        lines += [f"- {run.model_id}: {json.dumps(run.metrics['format_errors']) or '{}'}" for run in runs]
+        lines += ["", "## Calibration", "", f"![reliability]({reliability.name})", "",
+                  f"![risk–coverage]({risk_coverage.name})", "", "## Provenance", ""]
+        lines += [
+            f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata['code_version'][:12]}` · "
+            f"model `{run.metadata['model']['model']}` · generation `{json.dumps(run.metadata['generation'])}`"
+            for run in runs
+        ]
+    if excluded:
+        lines += ["", "## Not in this report", ""] + [f"- {model}: {why}" for model, why in sorted(excluded.items())]
+    markdown = out_dir / "report.md"
+    markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    json_path = out_dir / "report.json"
+    json_path.write_text(json.dumps({
+        "env": env.env_id, "dataset": dataset, "models": [run.model_id for run in runs],
+        "metrics": {run.model_id: run.metrics for run in runs}, "comparisons": comparisons,
+        "runs": {run.model_id: str(run.run_dir) for run in runs}, "excluded": excluded,
+    }, indent=2, default=str) + "\n", encoding="utf-8")
+    return Report(markdown, json_path, reliability, risk_coverage, dataset["hash"] if dataset else None,
+                  [run.model_id for run in runs], excluded)
+
+
+def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """A short human summary of a run's metrics, for the CLI."""
+    reward = metrics["reward"]
+    return [
+        f"reward {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, {_fmt(reward['ci_high'])}]  "
+        f"accuracy {_fmt(metrics['accuracy'])}  F1 {_fmt(metrics['f1'])}  FNR {_fmt(metrics['fnr'])}",
+        f"ECE {_fmt(metrics['ece'])}  Brier {_fmt(metrics['brier'])}  abstain {_fmt(metrics['abstention_rate'])}  "
+        f"format failures {_fmt(metrics['format_failure_rate'])} {json.dumps(metrics['format_errors'])}",
+    ]

@@ -1,0 +1,394 @@
+"""The eval runner: one environment × one model over N items, written as a resumable run folder.
+
+outputs/evals/<env name>--<model id>/<run id>/
+  metadata.json   provenance: dataset hash and source, verifier version, model and parameters, config, seed,
+                  code version, timings, token usage, cost, status
+  results.jsonl   one scored sample a line, appended as samples finish (a crash loses at most the line being written)
+  errors.jsonl    provider failures (after retries); those samples are not in results and are retried on resume
+  summary.json    the environment's metrics over results.jsonl
+
+The run id is derived from everything that determines the results, so the same command after a crash resumes the same
+run and finishes the missing samples only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from secverify_dagster.resources.models import (
+    ChatRequest,
+    Completion,
+    ModelClient,
+    ModelSpec,
+    ProviderError,
+    open_client,
+    reachability,
+)
+from sv_shared.cache import JsonCache
+from sv_shared.config import outputs_dir, project_root
+from sv_shared.contracts import Environment, Item
+from sv_shared.hashing import frame_hash, sha256_hex, stable_json
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class RunMismatchError(RuntimeError):
+    """A run folder exists for this run id but was made with different inputs."""
+
+
+@dataclass(frozen=True)
+class EvalDataset:
+    """The frame an eval draws its items from, and where it came from (recorded in metadata)."""
+
+    frame: pl.DataFrame
+    source: str
+    split: str
+
+    @property
+    def hash(self) -> str:
+        return frame_hash(self.frame)
+
+
+@dataclass
+class EvalOutcome:
+    """What a run produced: its folder, metrics and status ("complete", "incomplete" or "skipped")."""
+
+    env_id: str
+    model_id: str
+    status: str
+    run_dir: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+    n_done: int = 0
+    n_provider_errors: int = 0
+
+
+def code_version(root: Path | None = None) -> str:
+    """The git commit of the checkout (with "-dirty" if it has uncommitted changes), or "unknown"."""
+    cwd = root or project_root()
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd, capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{commit}-dirty" if dirty else commit
+
+
+def select_items(env: Environment, frame: pl.DataFrame, n: int, seed: int) -> list[Item]:
+    """The same N items for every model: a seeded permutation of the split in id order."""
+    ordered = frame.sort(env.id_column)
+    order = np.random.default_rng(seed).permutation(ordered.height)[: min(n, ordered.height)]
+    return ordered[order.tolist()].to_dicts()
+
+
+def embedded_dataset(env: Environment, *, split: str, seed: int) -> EvalDataset:
+    """The embedded corpus curated in memory exactly as the Dagster assets curate it."""
+    splits = env.curate([env.load_source("embedded")], seed=seed)
+    return EvalDataset(frame=splits[split], source=f"embedded:{split}", split=split)
+
+
+def read_dataset(env: Environment, path: Path, *, split: str = "file") -> EvalDataset:
+    """A corpus file (parquet, CSV or JSONL) in the environment's schema."""
+    readers = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson, ".json": pl.read_ndjson}
+    reader = readers.get(path.suffix.lower())
+    if reader is None:
+        raise ValueError(f"{path}: unsupported dataset format (use .parquet, .csv or .jsonl)")
+    return EvalDataset(frame=env.validate(reader(path)), source=str(path), split=split)
+
+
+def run_dir_for(env: Environment, model_id: str, run_id: str, root: Path | None = None) -> Path:
+    return (root or outputs_dir() / "evals") / f"{env.name}--{model_id}" / run_id
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Complete lines of a JSONL file; a torn last line (crash mid-write) is cut off so appends stay valid."""
+    if not path.exists():
+        return []
+    records: list[dict[str, Any]] = []
+    good_bytes = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                break
+            good_bytes += len(line)
+    if good_bytes != path.stat().st_size:
+        with path.open("r+b") as handle:
+            handle.truncate(good_bytes)
+    return records
+
+
+def _append_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    lines = "".join(json.dumps(record, ensure_ascii=False, default=str) + "\n" for record in records)
+    if not lines:
+        return
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(lines)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _write_json(path: Path, value: Mapping[str, Any]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _public_spec(spec: ModelSpec) -> dict[str, Any]:
+    """The model's identity for provenance: provider, model name, parameters, prices; never keys or endpoints."""
+    return {
+        "id": spec.id,
+        "provider": spec.provider,
+        "model": spec.model,
+        "params": spec.params,
+        "price": spec.price,
+    }
+
+
+def _chunk_size(spec: ModelSpec) -> int:
+    if spec.provider == "local_transformers":
+        return max(1, spec.batch_size)
+    if spec.provider == "baseline":
+        return 512
+    return max(1, spec.concurrency) * 4
+
+
+class EvalRunner:
+    """Runs one environment for one model; the unit behind `secverify eval` and the eval_results asset."""
+
+    def __init__(
+        self,
+        env: Environment,
+        spec: ModelSpec,
+        *,
+        evals_root: Path | None = None,
+        cache: JsonCache | None = None,
+        client: ModelClient | None = None,
+        chunk_size: int | None = None,
+    ) -> None:
+        self.env = env
+        self.spec = spec
+        self.evals_root = evals_root or outputs_dir() / "evals"
+        self._cache = cache
+        self._client = client
+        self.chunk_size = chunk_size or _chunk_size(spec)
+
+    def fingerprint(self, dataset: EvalDataset, items: Sequence[Item], seed: int, params: Mapping[str, Any]) -> dict:
+        """Everything that determines the results; the run id is its hash."""
+        return {
+            "env": self.env.env_id,
+            "verifier_version": self.env.verifier_version,
+            "config": self.env.config,
+            "model": _public_spec(self.spec),
+            "generation": dict(params),
+            "dataset_hash": dataset.hash,
+            "item_ids": [item[self.env.id_column] for item in items],
+            "seed": seed,
+        }
+
+    def run(
+        self,
+        dataset: EvalDataset,
+        *,
+        n: int,
+        seed: int = 42,
+        run_id: str | None = None,
+        progress: ProgressCallback | None = None,
+        max_samples: int | None = None,
+    ) -> EvalOutcome:
+        """Evaluate; `max_samples` stops after that many new samples (an interrupted run, for resume tests)."""
+        status = reachability(self.spec, self.env.env_id, available_baselines=self.env.baselines().keys())
+        if not status.ok:
+            return EvalOutcome(self.env.env_id, self.spec.id, "skipped", reason=status.reason)
+
+        params = {**self.env.generation_params(), **self.spec.params}
+        items = select_items(self.env, dataset.frame, n, seed)
+        fingerprint = self.fingerprint(dataset, items, seed, params)
+        fingerprint_hash = sha256_hex(stable_json(fingerprint))
+        run_id = run_id or f"seed{seed}-n{len(items)}-{fingerprint_hash[:10]}"
+        run_dir = run_dir_for(self.env, self.spec.id, run_id, self.evals_root)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        metadata = self._start_metadata(run_dir, run_id, dataset, fingerprint, fingerprint_hash, n, seed)
+
+        results_path = run_dir / "results.jsonl"
+        done = {record["id"]: record for record in _read_jsonl(results_path)}
+        pending = [item for item in items if item[self.env.id_column] not in done]
+        if max_samples is not None:
+            pending = pending[:max_samples]
+
+        timings = {"generate_s": 0.0, "score_s": 0.0, "write_s": 0.0}
+        provider_errors: list[dict[str, Any]] = []
+        client = self._client or open_client(self.spec, cache=self._cache, baselines=self.env.baselines())
+        started = time.perf_counter()
+        try:
+            if progress:
+                progress(len(done), len(items))
+            for start in range(0, len(pending), self.chunk_size):
+                batch = pending[start : start + self.chunk_size]
+                requests = [
+                    ChatRequest(
+                        messages=self.env.messages(item), params=params, seed=seed,
+                        observation=self.env.observation(item),
+                    )
+                    for item in batch
+                ]
+                t0 = time.perf_counter()
+                completions = client.complete_many(requests)
+                t1 = time.perf_counter()
+                records, batch_errors = [], []
+                for item, request, completion in zip(batch, requests, completions, strict=True):
+                    if isinstance(completion, ProviderError):
+                        batch_errors.append(
+                            {"id": item[self.env.id_column], "kind": completion.kind, "status": completion.status,
+                             "message": str(completion), "at": datetime.now(UTC).isoformat()}
+                        )
+                    else:
+                        records.append(self._record(item, request, completion))
+                t2 = time.perf_counter()
+                _append_jsonl(results_path, records)
+                _append_jsonl(run_dir / "errors.jsonl", batch_errors)
+                provider_errors.extend(batch_errors)
+                for record in records:
+                    done[record["id"]] = record
+                timings["generate_s"] += t1 - t0
+                timings["score_s"] += t2 - t1
+                timings["write_s"] += time.perf_counter() - t2
+                if progress:
+                    progress(len(done), len(items))
+        finally:
+            if self._client is None:
+                client.close()
+        elapsed = time.perf_counter() - started
+
+        ordered = [done[item[self.env.id_column]] for item in items if item[self.env.id_column] in done]
+        item_map = {item[self.env.id_column]: item for item in items}
+        summary = {
+            "env": self.env.env_id,
+            "env_name": self.env.name,
+            "model": self.spec.id,
+            "run_id": run_id,
+            "n_items": len(items),
+            "n_scored": len(ordered),
+            "metrics": self.env.aggregate(ordered, item_map),
+        }
+        t_summary = time.perf_counter()
+        _write_json(run_dir / "summary.json", summary)
+        complete = len(ordered) == len(items)
+        metadata.update(self._finish_metadata(metadata, ordered, client, timings, elapsed, complete, provider_errors))
+        metadata["timings"]["summary_s"] = round(time.perf_counter() - t_summary, 4)
+        _write_json(run_dir / "metadata.json", metadata)
+        return EvalOutcome(
+            self.env.env_id, self.spec.id, "complete" if complete else "incomplete", run_dir=run_dir,
+            summary=summary, metadata=metadata, n_done=len(ordered), n_provider_errors=len(provider_errors),
+        )
+
+    def _record(self, item: Item, request: ChatRequest, completion: Completion) -> dict[str, Any]:
+        scored = self.env.score(item, completion.text)
+        return {
+            **scored.to_record(),
+            "model": self.spec.id,
+            "prompt": request.messages,
+            "completion": completion.text,
+            "usage": {"prompt_tokens": completion.usage.prompt_tokens,
+                      "completion_tokens": completion.usage.completion_tokens},
+            "latency_s": completion.latency_s,
+            "cost_usd": completion.cost_usd,
+            "cached": completion.cached,
+        }
+
+    def _start_metadata(
+        self, run_dir: Path, run_id: str, dataset: EvalDataset, fingerprint: Mapping[str, Any],
+        fingerprint_hash: str, n: int, seed: int,
+    ) -> dict[str, Any]:
+        path = run_dir / "metadata.json"
+        now = datetime.now(UTC).isoformat()
+        version = code_version()
+        if path.exists():
+            previous = json.loads(path.read_text(encoding="utf-8"))
+            if previous.get("fingerprint_hash") != fingerprint_hash:
+                raise RunMismatchError(
+                    f"{run_dir} holds a run with different inputs (fingerprint {previous.get('fingerprint_hash')}, "
+                    f"now {fingerprint_hash}); choose another --run-id"
+                )
+            previous["sessions"].append({"started_at": now, "code_version": version})
+            previous["status"] = "running"
+            _write_json(path, previous)
+            return previous
+        metadata = {
+            "run_id": run_id,
+            "env": self.env.env_id,
+            "env_name": self.env.name,
+            "verifier_version": self.env.verifier_version,
+            "model": _public_spec(self.spec),
+            "generation": fingerprint["generation"],
+            "config": self.env.config,
+            "dataset": {"source": dataset.source, "split": dataset.split, "hash": dataset.hash,
+                        "rows": dataset.frame.height},
+            "n_requested": n,
+            "n_items": len(fingerprint["item_ids"]),
+            "seed": seed,
+            "fingerprint_hash": fingerprint_hash,
+            "code_version": version,
+            "created_at": now,
+            "sessions": [{"started_at": now, "code_version": version}],
+            "status": "running",
+        }
+        _write_json(path, metadata)
+        return metadata
+
+    def _finish_metadata(
+        self, metadata: Mapping[str, Any], records: Sequence[Mapping[str, Any]], client: ModelClient,
+        timings: Mapping[str, float], elapsed: float, complete: bool, provider_errors: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        stats = client.stats
+        sessions = list(metadata["sessions"])
+        sessions[-1] = {**sessions[-1], "finished_at": datetime.now(UTC).isoformat(), "wall_s": round(elapsed, 4),
+                        "client": stats, "new_samples": stats.get("requests", 0)}
+        return {
+            "status": "complete" if complete else "incomplete",
+            "sessions": sessions,
+            "timings": {name: round(value, 4) for name, value in timings.items()} | {"wall_s": round(elapsed, 4)},
+            "usage": {
+                "prompt_tokens": sum(int(r["usage"]["prompt_tokens"]) for r in records),
+                "completion_tokens": sum(int(r["usage"]["completion_tokens"]) for r in records),
+            },
+            "cost_usd": round(sum(float(r["cost_usd"]) for r in records), 6),
+            "n_scored": len(records),
+            "n_provider_errors_this_session": len(provider_errors),
+        }
+
+
+def score_completions(
+    env: Environment, items: pl.DataFrame, completions: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Re-score stored completions offline: every completion id must name an item."""
+    by_id = {item[env.id_column]: item for item in env.validate(items).to_dicts()}
+    unknown = [c.get("id") for c in completions if c.get("id") not in by_id]
+    if unknown:
+        raise KeyError(f"{len(unknown)} completion ids are not in the items file, e.g. {unknown[:3]}")
+    records = []
+    for entry in completions:
+        text = entry.get("completion")
+        if not isinstance(text, str):
+            raise ValueError(f"completion for {entry['id']!r} must be a string, got {type(text).__name__}")
+        records.append({**env.score(by_id[entry["id"]], text).to_record(), "completion": text})
+    scored_items = {record["id"]: by_id[record["id"]] for record in records}
+    return records, env.aggregate(records, scored_items)

@@ -1,0 +1,46 @@
+"""The seed's cadences: weekly quick sweep (E1–E4, N=10), bi-weekly full eval (all six), monthly reports."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from secverify_dagster.jobs import eval_job
+from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from sv_shared.registry import implemented_env_ids
+
+WEEKLY_ENVS = ("e1", "e2", "e3", "e4")
+
+
+def sweep_requests(
+    context: dg.ScheduleEvaluationContext, env_ids: list[str], *, n: int | None, tag: str
+) -> list[dg.RunRequest]:
+    """An eval run per (environment, registered model) for the environments implemented in this version."""
+    models = sorted(context.instance.get_dynamic_partitions(MODELS_PARTITION))
+    stamp = context.scheduled_execution_time.strftime("%Y-%m-%d") if context.scheduled_execution_time else "now"
+    run_config = {"ops": {"eval_results": {"config": {"n": n, "seed": 42}}}} if n else {}
+    return [
+        dg.RunRequest(
+            run_key=f"{tag}:{stamp}:{env_id}:{model_id}",
+            partition_key=eval_partition_key(env_id, model_id),
+            run_config=run_config,
+            tags={"secverify/cadence": tag},
+        )
+        for env_id in env_ids
+        if env_id in implemented_env_ids()
+        for model_id in models
+    ]
+
+
+@dg.schedule(job=eval_job, cron_schedule="0 6 * * 1", execution_timezone="UTC")
+def weekly_sweep(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    """Monday 06:00 UTC: E1–E4 with N=10 for trend tracking."""
+    return sweep_requests(context, list(WEEKLY_ENVS), n=10, tag="weekly")
+
+
+@dg.schedule(job=eval_job, cron_schedule="0 8 * * 1", execution_timezone="UTC")
+def biweekly_full_eval(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
+    """Every other Monday (even ISO weeks): all six environments at their default N."""
+    when = context.scheduled_execution_time
+    if when is not None and when.isocalendar().week % 2:
+        return dg.SkipReason("odd ISO week: the full eval runs on even weeks")
+    return sweep_requests(context, list(implemented_env_ids()), n=None, tag="biweekly")

@@ -1,0 +1,84 @@
+"""E1 materializes end to end in a temporary instance: data lineage, checks, an eval partition, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from secverify_dagster.definitions import defs
+from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+
+
+@pytest.fixture()
+def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path))
+    return tmp_path
+
+
+def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
+    with dg.instance_for_test() as instance:
+        data = defs.get_job_def("e1_data_job").execute_in_process(instance=instance)
+        assert data.success
+        checks = [(e.asset_key.to_user_string(), e.check_name, e.passed) for e in data.get_asset_check_evaluations()]
+        assert len(checks) == 6, checks
+        assert all(passed for _, _, passed in checks), checks
+        curated = outputs / "datasets" / "e1" / "curated"
+        splits = {name: pl.read_parquet(curated / f"{name}.parquet") for name in ("train", "dev", "test")}
+        assert sum(frame.height for frame in splits.values()) == pl.read_parquet(
+            outputs / "datasets" / "e1" / "raw" / "embedded.parquet").height
+        provenance = json.loads((curated / "test.metadata.json").read_text())
+        assert provenance["train_sources"] == ["embedded"] and provenance["seed"] == 42
+        (synthetic,) = (outputs / "datasets" / "e1" / "synthetic").glob("*/synthetic.parquet")
+        assert pl.read_parquet(synthetic)["generator"].null_count() == 0
+
+        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "gpt-5"])
+        evals = defs.get_job_def("eval_job")
+        result = evals.execute_in_process(instance=instance, partition_key=eval_partition_key("e1", "heuristic"))
+        assert result.success
+        (materialization,) = result.get_asset_materialization_events()
+        run_dir = Path(materialization.materialization.metadata["run_dir"].value)
+        assert run_dir.is_relative_to(outputs / "evals" / "sv-env-network-logs--heuristic")
+        assert (run_dir / "results.jsonl").read_text().count("\n") == materialization.materialization.metadata[
+            "n"].value
+
+        # A model without its key is skipped: the run succeeds and nothing is materialized or scored.
+        skipped = evals.execute_in_process(instance=instance, partition_key=eval_partition_key("e1", "gpt-5"))
+        assert skipped.success
+        assert not skipped.get_asset_materialization_events()
+        assert not (outputs / "evals" / "sv-env-network-logs--gpt-5").exists()
+
+        report = defs.get_job_def("e1_report_job").execute_in_process(instance=instance)
+        assert report.success
+        (event,) = report.get_asset_materialization_events()
+        report_path = Path(event.materialization.metadata["report"].value)
+        text = report_path.read_text()
+        assert "| heuristic |" in text
+        assert (report_path.parent / "reliability.png").stat().st_size > 0
+        assert (report_path.parent / "risk_coverage.png").stat().st_size > 0
+
+
+def test_unimplemented_environment_partition_fails_with_a_clear_message(outputs: Path) -> None:
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])
+        result = defs.get_job_def("eval_job").execute_in_process(
+            instance=instance, partition_key=eval_partition_key("e6", "heuristic"), raise_on_error=False
+        )
+        assert not result.success
+        failure = result.get_step_failure_events()[0].step_failure_data.error
+        assert "not implemented in this version" in failure.message or "not implemented" in str(failure)
+
+
+def test_missing_real_corpus_fails_with_a_pointer_to_its_config(outputs: Path) -> None:
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [asset for asset in defs.assets if isinstance(asset, dg.AssetsDefinition)
+             and dg.AssetKey(["e1", "raw_cicids2017"]) in asset.keys],
+            instance=instance, resources=defs.resources, raise_on_error=False,
+        )
+        assert not result.success
+        message = str(result.get_step_failure_events()[0].step_failure_data.error)
+        assert "data.cicids2017.path" in message

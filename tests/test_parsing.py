@@ -1,0 +1,80 @@
+"""The JSON-answer parser: where it finds the answer, and the named reason for every failure."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sv_shared.parsing import FormatError, JsonClassificationParser
+
+PARSER = JsonClassificationParser(labels=("Benign", "Malicious", "Abstain"))
+
+
+@pytest.mark.parametrize(
+    ("completion", "label", "confidence"),
+    [
+        ('{"label": "Malicious", "confidence": 0.9, "rationale": "scan"}', "Malicious", 0.9),
+        ('  {"label": "  malicious ", "confidence": 1}  ', "Malicious", 1.0),
+        ('{"label": "BENIGN", "confidence": 0}', "Benign", 0.0),
+        ('Sure! ```json\n{"label": "Abstain", "confidence": 0.5}\n``` hope that helps', "Abstain", 0.5),
+        ('```\n{"label": "benign", "confidence": 0.25}\n```', "Benign", 0.25),
+        ('My answer: {"label": "Malicious", "confidence": 0.7, "rationale": "odd {brace} in \\"text\\""} end',
+         "Malicious", 0.7),
+        ('{"note": oops} then {"label": "Benign", "confidence": 0.6}', "Benign", 0.6),
+    ],
+)
+def test_finds_and_normalizes_the_answer(completion: str, label: str, confidence: float) -> None:
+    result = PARSER.parse(completion)
+    assert result.ok, result.error
+    assert result.output is not None
+    assert result.output["label"] == label
+    assert result.output["confidence"] == confidence
+    assert isinstance(result.output["confidence"], float)
+
+
+def test_rationale_is_kept_and_defaults_to_empty() -> None:
+    assert PARSER.parse('{"label": "Benign", "confidence": 0.5, "rationale": "dns"}').output["rationale"] == "dns"
+    assert PARSER.parse('{"label": "Benign", "confidence": 0.5}').output["rationale"] == ""
+
+
+@pytest.mark.parametrize(
+    ("completion", "reason"),
+    [
+        ("", FormatError.EMPTY),
+        ("   \n ", FormatError.EMPTY),
+        ("The flow looks malicious.", FormatError.NO_JSON),
+        ('{"label": "Malicious", "confidence": 0.9, "rationale": "port sc', FormatError.TRUNCATED_JSON),
+        ("{label: Malicious, confidence: 0.9}", FormatError.INVALID_JSON),
+        ('["Malicious", 0.9]', FormatError.NOT_OBJECT),
+        ('{"confidence": 0.9}', FormatError.MISSING_LABEL),
+        ('{"label": 1, "confidence": 0.9}', FormatError.LABEL_NOT_STRING),
+        ('{"label": "Suspicious", "confidence": 0.9}', FormatError.UNKNOWN_LABEL),
+        ('{"label": "Benign"}', FormatError.MISSING_CONFIDENCE),
+        ('{"label": "Benign", "confidence": null}', FormatError.MISSING_CONFIDENCE),
+        ('{"label": "Benign", "confidence": "0.9"}', FormatError.CONFIDENCE_NOT_NUMERIC),
+        ('{"label": "Benign", "confidence": "high"}', FormatError.CONFIDENCE_NOT_NUMERIC),
+        ('{"label": "Benign", "confidence": true}', FormatError.CONFIDENCE_NOT_NUMERIC),
+        ('{"label": "Benign", "confidence": NaN}', FormatError.CONFIDENCE_NOT_FINITE),
+        ('{"label": "Benign", "confidence": Infinity}', FormatError.CONFIDENCE_NOT_FINITE),
+        ('{"label": "Benign", "confidence": 1.5}', FormatError.CONFIDENCE_OUT_OF_RANGE),
+        ('{"label": "Benign", "confidence": -0.1}', FormatError.CONFIDENCE_OUT_OF_RANGE),
+        ('{"label": "Benign", "confidence": 90}', FormatError.CONFIDENCE_OUT_OF_RANGE),
+        ('{"label": "Benign", "confidence": 0.9, "rationale": ["a"]}', FormatError.RATIONALE_NOT_STRING),
+    ],
+)
+def test_failures_have_named_reasons(completion: str, reason: FormatError) -> None:
+    result = PARSER.parse(completion)
+    assert not result.ok
+    assert result.output is None
+    assert result.error == reason
+
+
+def test_huge_and_hostile_inputs_fail_fast_without_crashing() -> None:
+    too_long = '{"label": "Benign", "confidence": 0.5, "rationale": "' + "x" * 200_000 + '"}'
+    assert PARSER.parse(too_long).error == FormatError.TOO_LONG
+    started = time.perf_counter()
+    assert PARSER.parse("{" * 90_000).error == FormatError.TRUNCATED_JSON
+    assert PARSER.parse("[" * 50_000 + "]" * 50_000).error == FormatError.NO_JSON
+    assert PARSER.parse("{}" * 40_000).error == FormatError.MISSING_LABEL
+    assert time.perf_counter() - started < 5.0

@@ -1,0 +1,87 @@
+"""Reward components and the E1 reward: exact values, and the orderings the cost design promises."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sv_env_network_logs.verify import detection_task, score_completion
+from sv_shared.config import load_env_config
+from sv_shared.costs import CostTable
+from sv_shared.rewards import RewardWeights, reward_asymmetric_cost, reward_calibration
+
+TASK = detection_task(load_env_config("e1"))
+
+
+def answer(label: str, confidence: float) -> str:
+    return json.dumps({"label": label, "confidence": confidence, "rationale": "r"})
+
+
+def test_configured_weights_and_costs_are_the_documented_ones() -> None:
+    assert dict(TASK.weights.weights) == {"accuracy": 0.45, "calibration": 0.2, "asymmetric_cost": 0.25, "format": 0.1}
+    assert TASK.costs == CostTable(miss=1.0, false_alarm=0.3, abstain=0.15)
+
+
+@pytest.mark.parametrize(
+    ("truth", "completion", "reward", "components"),
+    [
+        # true positive, confidence 0.9: .45 + .2*.9 + .25 + .1
+        ("Malicious", answer("Malicious", 0.9), 0.98,
+         {"accuracy": 1.0, "calibration": 0.9, "asymmetric_cost": 1.0, "format": 1.0}),
+        # missed attack, confidence 0.8: calibration .2, worst cost
+        ("Malicious", answer("Benign", 0.8), 0.14,
+         {"accuracy": 0.0, "calibration": 0.2, "asymmetric_cost": 0.0, "format": 1.0}),
+        # false alarm, confidence 0.6: calibration .4, cost 1 - .3
+        ("Benign", answer("Malicious", 0.6), 0.355,
+         {"accuracy": 0.0, "calibration": 0.4, "asymmetric_cost": 0.7, "format": 1.0}),
+        # abstention: no accuracy, no calibration credit, cost 1 - .15
+        ("Malicious", answer("Abstain", 0.9), 0.3125,
+         {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.85, "format": 1.0}),
+        # unparseable: everything zero
+        ("Benign", "benign, I think", 0.0,
+         {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.0, "format": 0.0}),
+    ],
+)
+def test_e1_reward_exact_values(truth: str, completion: str, reward: float, components: dict) -> None:
+    scored = score_completion(TASK, "flow-1", truth, completion)
+    assert scored.reward == pytest.approx(reward)
+    assert scored.components == pytest.approx(components)
+
+
+def test_parse_failure_is_recorded_with_its_reason() -> None:
+    scored = score_completion(TASK, "flow-1", "Benign", '{"label": "Benign", "confidence": 2}')
+    assert scored.error == "confidence_out_of_range"
+    assert scored.parsed is None
+
+
+@pytest.mark.parametrize("truth", ["Benign", "Malicious"])
+def test_abstaining_is_cheaper_than_wrong_but_never_better_than_right(truth: str) -> None:
+    wrong = "Benign" if truth == "Malicious" else "Malicious"
+    abstain = score_completion(TASK, "f", truth, answer("Abstain", 1.0))
+    for confidence in (0.0, 0.5, 1.0):
+        right = score_completion(TASK, "f", truth, answer(truth, confidence))
+        miss = score_completion(TASK, "f", truth, answer(wrong, confidence))
+        assert right.reward > abstain.reward
+        assert abstain.components["asymmetric_cost"] > miss.components["asymmetric_cost"]
+
+
+def test_a_missed_attack_costs_more_than_a_false_alarm() -> None:
+    costs = TASK.costs
+    assert reward_asymmetric_cost(costs.cost(True, False, abstained=False), costs) < reward_asymmetric_cost(
+        costs.cost(False, True, abstained=False), costs
+    )
+
+
+def test_calibration_component() -> None:
+    assert reward_calibration(0.75, True) == 0.75
+    assert reward_calibration(0.75, False) == 0.25
+
+
+def test_invalid_cost_and_weight_configs_are_rejected() -> None:
+    with pytest.raises(ValueError, match="abstain < false_alarm <= miss"):
+        CostTable(miss=1.0, false_alarm=0.1, abstain=0.2)
+    with pytest.raises(ValueError, match="non-negative"):
+        RewardWeights({"accuracy": -1.0})
+    with pytest.raises(KeyError, match="calibration"):
+        RewardWeights({"accuracy": 1.0, "calibration": 1.0}).combine({"accuracy": 1.0})

@@ -1,0 +1,166 @@
+"""The eval runner: artifacts, same items for every model, resume after interruption, provider faults."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from secverify_dagster.resources.models import ChatRequest, Completion, ProviderError, load_registry, open_client
+from secverify_dagster.runner import EvalRunner, RunMismatchError, embedded_dataset, select_items
+from sv_shared.registry import get_environment
+
+ENV = get_environment("e1")
+HEURISTIC = load_registry()["heuristic"]
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return embedded_dataset(ENV, split="test", seed=42)
+
+
+class CountingClient:
+    """The real baseline client, counting what it is asked; optionally failing or crashing on chosen calls."""
+
+    def __init__(self, *, fail_ids: Sequence[str] = (), crash_after_calls: int | None = None) -> None:
+        self.inner = open_client(HEURISTIC, cache=None, baselines=ENV.baselines())
+        self.fail_ids = set(fail_ids)
+        self.crash_after_calls = crash_after_calls
+        self.calls = 0
+        self.requested: list[str] = []
+
+    def complete_many(self, requests: Sequence[ChatRequest]) -> list[Completion | ProviderError]:
+        if self.crash_after_calls is not None and self.calls >= self.crash_after_calls:
+            raise KeyboardInterrupt("simulated crash mid-run")
+        self.calls += 1
+        results: list[Completion | ProviderError] = []
+        for request, completion in zip(requests, self.inner.complete_many(requests), strict=True):
+            flow = request.observation or {}
+            item_id = next(i for i, obs in self.ids.items() if obs == flow)
+            self.requested.append(item_id)
+            if item_id in self.fail_ids:
+                results.append(ProviderError("HTTP 503 from upstream", kind="server", retryable=True, status=503))
+            else:
+                results.append(completion)
+        return results
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.inner.stats
+
+    def close(self) -> None:
+        self.inner.close()
+
+    ids: dict[str, dict] = {}
+
+
+def _client(dataset, **kwargs) -> CountingClient:
+    client = CountingClient(**kwargs)
+    client.ids = {item["flow_id"]: ENV.observation(item) for item in dataset.frame.to_dicts()}
+    return client
+
+
+def _results(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+def test_writes_the_run_folder_with_provenance(tmp_path: Path, dataset) -> None:
+    outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path).run(dataset, n=20, seed=42)
+    assert outcome.status == "complete"
+    assert outcome.run_dir is not None
+    assert outcome.run_dir.parent == tmp_path / "sv-env-network-logs--heuristic"
+    metadata = json.loads((outcome.run_dir / "metadata.json").read_text())
+    assert metadata["dataset"]["hash"] == dataset.hash
+    assert metadata["dataset"]["source"] == "embedded:test"
+    assert metadata["verifier_version"] == ENV.verifier_version
+    assert metadata["model"] == {"id": "heuristic", "provider": "baseline", "model": HEURISTIC.model,
+                                 "params": HEURISTIC.params, "price": HEURISTIC.price}
+    assert metadata["seed"] == 42 and metadata["status"] == "complete"
+    assert metadata["config"]["reward_weights"]["accuracy"] == 0.45
+    assert set(metadata["timings"]) >= {"generate_s", "score_s", "write_s", "wall_s"}
+    records = _results(outcome.run_dir)
+    assert len(records) == 20
+    first = records[0]
+    assert set(first) >= {"id", "prompt", "completion", "parsed", "reward", "components", "error", "usage"}
+    assert first["prompt"][0]["role"] == "system"
+    summary = json.loads((outcome.run_dir / "summary.json").read_text())
+    assert summary["metrics"]["n"] == 20
+    assert summary["metrics"]["reward"]["mean"] == pytest.approx(sum(r["reward"] for r in records) / 20)
+
+
+def test_every_model_gets_the_same_items(dataset) -> None:
+    first = [item["flow_id"] for item in select_items(ENV, dataset.frame, 10, 42)]
+    shuffled = dataset.frame.sample(fraction=1.0, shuffle=True, seed=7)
+    assert [item["flow_id"] for item in select_items(ENV, shuffled, 10, 42)] == first
+    assert [item["flow_id"] for item in select_items(ENV, dataset.frame, 10, 43)] != first
+
+
+def test_interrupted_run_resumes_only_the_missing_samples(tmp_path: Path, dataset) -> None:
+    # The client dies on its second call: the first chunk of 8 is on disk, the rest is not.
+    crashing = _client(dataset, crash_after_calls=1)
+    with pytest.raises(KeyboardInterrupt):
+        EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=crashing, chunk_size=8).run(dataset, n=20, seed=42)
+    (run_dir,) = (tmp_path / "sv-env-network-logs--heuristic").iterdir()
+    written = _results(run_dir)
+    assert len(written) == 8
+
+    resumed = _client(dataset)
+    outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=resumed, chunk_size=8).run(
+        dataset, n=20, seed=42
+    )
+    assert outcome.status == "complete"
+    assert len(resumed.requested) == 12
+    assert not set(resumed.requested) & {r["id"] for r in written}
+    final = _results(outcome.run_dir)
+    assert len(final) == 20 and len({r["id"] for r in final}) == 20
+    metadata = json.loads((outcome.run_dir / "metadata.json").read_text())
+    assert len(metadata["sessions"]) == 2
+
+
+def test_a_torn_last_line_is_cut_and_its_sample_redone(tmp_path: Path, dataset) -> None:
+    runner = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path)
+    partial = runner.run(dataset, n=12, seed=42, max_samples=5)
+    assert partial.status == "incomplete" and partial.n_done == 5
+    results = partial.run_dir / "results.jsonl"
+    with results.open("a") as handle:
+        handle.write('{"id": "half-written", "rew')
+    outcome = runner.run(dataset, n=12, seed=42)
+    assert outcome.status == "complete"
+    lines = results.read_text().splitlines()
+    assert len(lines) == 12
+    assert all(json.loads(line)["id"] != "half-written" for line in lines)
+
+
+def test_provider_errors_are_kept_apart_and_retried_on_resume(tmp_path: Path, dataset) -> None:
+    items = select_items(ENV, dataset.frame, 10, 42)
+    failing = [items[1]["flow_id"], items[6]["flow_id"]]
+    outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=_client(dataset, fail_ids=failing)).run(
+        dataset, n=10, seed=42
+    )
+    assert outcome.status == "incomplete"
+    assert outcome.n_done == 8 and outcome.n_provider_errors == 2
+    errors = [json.loads(line) for line in (outcome.run_dir / "errors.jsonl").read_text().splitlines()]
+    assert sorted(e["id"] for e in errors) == sorted(failing)
+    assert errors[0]["kind"] == "server" and errors[0]["status"] == 503
+    retry = _client(dataset)
+    outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=retry).run(dataset, n=10, seed=42)
+    assert outcome.status == "complete"
+    assert sorted(retry.requested) == sorted(failing)
+
+
+def test_same_run_id_with_different_inputs_is_refused(tmp_path: Path, dataset) -> None:
+    runner = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path)
+    runner.run(dataset, n=5, seed=42, run_id="fixed")
+    with pytest.raises(RunMismatchError, match="different inputs"):
+        runner.run(dataset, n=6, seed=42, run_id="fixed")
+
+
+def test_unreachable_model_is_skipped_with_a_reason(tmp_path: Path, dataset, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    outcome = EvalRunner(ENV, load_registry()["gpt-5"], evals_root=tmp_path).run(dataset, n=5)
+    assert outcome.status == "skipped"
+    assert "OPENAI_API_KEY" in (outcome.reason or "")
+    assert not any(tmp_path.iterdir())
