@@ -46,13 +46,13 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
 
     total = 2 + len(models)
     started = _step(1, total, f"{env.name}: raw corpora → curated splits → synthetic set (+ checks)")
-    data = defs.get_job_def(f"{env_id}_data_job").execute_in_process(instance=instance, run_config=_QUIET,
+    data = defs.resolve_job_def(f"{env_id}_data_job").execute_in_process(instance=instance, run_config=_QUIET,
                                                                       raise_on_error=False)
     _done(started, data)
     if not data.success:
         return 1
 
-    eval_job = defs.get_job_def("eval_job")
+    eval_job = defs.resolve_job_def("eval_job")
     failures = 0
     for index, model_id in enumerate(models, start=2):
         status = reachability(registry[model_id], env_id, available_baselines=env.baselines().keys())
@@ -74,7 +74,7 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
         failures += not result.success
 
     started = _step(total, total, f"{env_id}/report")
-    report = defs.get_job_def(f"{env_id}_report_job").execute_in_process(instance=instance, run_config=_QUIET,
+    report = defs.resolve_job_def(f"{env_id}_report_job").execute_in_process(instance=instance, run_config=_QUIET,
                                                                           raise_on_error=False)
     _done(started, report)
     report_path = ""

@@ -1,6 +1,5 @@
 """The seed's cadences: weekly quick sweep (E1–E4, N=10), bi-weekly full eval (all six), monthly reports."""
 
-from __future__ import annotations
 
 import dagster as dg
 

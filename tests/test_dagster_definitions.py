@@ -24,7 +24,7 @@ def test_definitions_load_and_validate() -> None:
     checks = {key.name for key in graph.asset_check_keys}
     assert {"schema", "label_balance", "no_duplicates"} <= checks
     for job in ("e1_data_job", "eval_job", "e1_report_job", "reports_job"):
-        assert defs.get_job_def(job) is not None
+        assert defs.resolve_job_def(job) is not None
 
 
 def test_new_model_sensor_adds_partitions_and_backfills_every_environment() -> None:

@@ -21,7 +21,7 @@ def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
     with dg.instance_for_test() as instance:
-        data = defs.get_job_def("e1_data_job").execute_in_process(instance=instance)
+        data = defs.resolve_job_def("e1_data_job").execute_in_process(instance=instance)
         assert data.success
         checks = [(e.asset_key.to_user_string(), e.check_name, e.passed) for e in data.get_asset_check_evaluations()]
         assert len(checks) == 6, checks
@@ -36,7 +36,7 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         assert pl.read_parquet(synthetic)["generator"].null_count() == 0
 
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "gpt-5"])
-        evals = defs.get_job_def("eval_job")
+        evals = defs.resolve_job_def("eval_job")
         result = evals.execute_in_process(instance=instance, partition_key=eval_partition_key("e1", "heuristic"))
         assert result.success
         (materialization,) = result.get_asset_materialization_events()
@@ -51,7 +51,7 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         assert not skipped.get_asset_materialization_events()
         assert not (outputs / "evals" / "sv-env-network-logs--gpt-5").exists()
 
-        report = defs.get_job_def("e1_report_job").execute_in_process(instance=instance)
+        report = defs.resolve_job_def("e1_report_job").execute_in_process(instance=instance)
         assert report.success
         (event,) = report.get_asset_materialization_events()
         report_path = Path(event.materialization.metadata["report"].value)
@@ -64,7 +64,7 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
 def test_unimplemented_environment_partition_fails_with_a_clear_message(outputs: Path) -> None:
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])
-        result = defs.get_job_def("eval_job").execute_in_process(
+        result = defs.resolve_job_def("eval_job").execute_in_process(
             instance=instance, partition_key=eval_partition_key("e6", "heuristic"), raise_on_error=False
         )
         assert not result.success

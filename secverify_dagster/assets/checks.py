@@ -1,6 +1,5 @@
 """Asset checks on every environment's datasets: schema, label balance, duplicates, split leakage."""
 
-from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path

@@ -3,7 +3,6 @@
 Built by a factory over the environment contract, so each environment gets the same lineage and checks.
 """
 
-from __future__ import annotations
 
 from datetime import UTC, datetime
 

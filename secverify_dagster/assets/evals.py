@@ -1,6 +1,5 @@
 """eval_results: one environment × one model per partition, written by the eval runner as a run folder."""
 
-from __future__ import annotations
 
 import dagster as dg
 
@@ -30,7 +29,6 @@ class EvalConfig(dg.Config):
     kinds={"python"},
     output_required=False,
     description="Scored samples of one model on one environment: outputs/evals/<env>--<model>/<run_id>/.",
-    backfill_policy=dg.BackfillPolicy.multi_run(1),
 )
 def eval_results(
     context: dg.AssetExecutionContext,

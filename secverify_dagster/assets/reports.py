@@ -1,6 +1,5 @@
 """Per-environment reports over the latest eval results of every model."""
 
-from __future__ import annotations
 
 from datetime import UTC, datetime
 

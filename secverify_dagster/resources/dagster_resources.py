@@ -1,6 +1,5 @@
 """Dagster resources: the model registry, the artifact store and the response cache, injected into assets."""
 
-from __future__ import annotations
 
 from pathlib import Path
 

@@ -1,6 +1,5 @@
 """The new-model sensor: watches configs/models.yaml and backfills every new model on every environment."""
 
-from __future__ import annotations
 
 import dagster as dg
 

