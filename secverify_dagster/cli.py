@@ -141,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     os.environ.setdefault("DAGSTER_HOME", str(outputs_dir() / "dagster_home"))
     from secverify_dagster.pipeline import run_main_job
 
-    return run_main_job(env_id=args.env, models=_split_models(args.models) or list(DEFAULT_RUN_MODELS), n=args.n)
+    return run_main_job(env_id=args.env, models=_split_models([args.models]) or list(DEFAULT_RUN_MODELS), n=args.n)
 
 
 def build_parser() -> argparse.ArgumentParser:

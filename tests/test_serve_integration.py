@@ -1,4 +1,4 @@
-"""export_hf_folder, then `transformers serve` on loopback, then ModelClient as an openai_compatible model (slow)."""
+"""export_hf_folder, `transformers serve` on loopback, then ModelClient (openai_compatible, slow)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """(base_url, served model name): the folder is pinned as the server's model, so requests name it exactly."""
+    """(base_url, served model name): the folder is pinned as the server's model; requests name it exactly."""
     port = _free_port()
     log_path = tmp_path_factory.mktemp("serve") / "serve.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -65,14 +65,18 @@ def served(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         started = time.perf_counter()
         while True:
             if process.poll() is not None:
-                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(
+                    f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}"
+                )
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.perf_counter() - started > STARTUP_TIMEOUT_S:
-                pytest.fail(f"transformers serve not up after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(
+                    f"transformers serve not up after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}"
+                )
             time.sleep(0.5)
         print(f"transformers serve answered /health after {time.perf_counter() - started:.1f} s")
         yield f"http://127.0.0.1:{port}/v1", str(exported)
@@ -87,15 +91,32 @@ def served(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def test_client_completes_through_transformers_serve(served: tuple[str, str]) -> None:
     base_url, model_name = served
-    spec = ModelSpec(id="smollm2-served", provider="openai_compatible", model=model_name, base_url=base_url,
-                     params={"temperature": 0, "seed": 42}, concurrency=2, timeout_s=120)
+    spec = ModelSpec(
+        id="smollm2-served",
+        provider="openai_compatible",
+        model=model_name,
+        base_url=base_url,
+        params={"temperature": 0, "seed": 42},
+        concurrency=1,
+        timeout_s=120,
+    )
     client = open_client(spec, cache=None)
     requests = [
         ChatRequest(messages=[{"role": "user", "content": QUESTION}], params={"max_tokens": 16}),
-        ChatRequest(messages=[{"role": "system", "content": "Answer with one word."},
-                              {"role": "user", "content": "Is port 443 HTTPS?"}], params={"max_tokens": 8}),
+        ChatRequest(
+            messages=[
+                {"role": "system", "content": "Answer with one word."},
+                {"role": "user", "content": "Is port 443 HTTPS?"},
+            ],
+            params={"max_tokens": 8},
+        ),
     ]
+    started = time.perf_counter()
     results = client.complete_many(requests)
+    print(
+        f"served completions in {time.perf_counter() - started:.1f} s: "
+        f"{[getattr(r, 'latency_s', r) for r in results]}"
+    )
     for result, limit in zip(results, (16, 8), strict=True):
         assert isinstance(result, Completion), result
         assert result.text.strip()
@@ -103,9 +124,14 @@ def test_client_completes_through_transformers_serve(served: tuple[str, str]) ->
         assert result.finish_reason in ("stop", "length")
     assert client.stats["errors"] == 0 and client.stats["requests"] == 2
 
-    # The server runs the same weights greedily: it answers as the in-process model does, token counts included.
+    # The server runs the same weights greedily: it answers as the in-process model does, token counts
+    # included.
     from secverify_dagster.resources.models.local_model import load_local_model
 
-    local = load_local_model().complete_batch([ChatRequest(requests[0].messages, {"max_tokens": 16, "temperature": 0})])
+    started = time.perf_counter()
+    local = load_local_model().complete_batch(
+        [ChatRequest(requests[0].messages, {"max_tokens": 16, "temperature": 0})]
+    )
+    print(f"local comparison in {time.perf_counter() - started:.1f} s")
     assert results[0].usage.prompt_tokens == local[0].usage.prompt_tokens
     assert results[0].text == local[0].text

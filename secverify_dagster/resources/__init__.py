@@ -1,1 +1,1 @@
-"""Resources of the secverify project: the model layer (plain Python, in `models`) and the Dagster resources."""
+"""Resources of the secverify project: the model layer (plain Python, in `models`) and Dagster resources."""

@@ -1,6 +1,7 @@
 """The model layer: every model call in secverify goes through here. Plain Python; no Dagster import.
 
-- `load_registry()` reads configs/models.yaml into `ModelSpec`s; `reachability()` says whether one can run here.
+- `load_registry()` reads configs/models.yaml into `ModelSpec`s; `reachability()` says whether one can run
+  here.
 - `open_client(spec, cache=...)` gives a `ModelClient` whose `complete_many()` returns `Completion`s or
   `ProviderError`s in request order, with caching, retries, bounded concurrency and cost accounting.
 - The local model (SmolLM2-135M-Instruct) lives in `local_model` (`load_local_model`, `export_hf_folder`),

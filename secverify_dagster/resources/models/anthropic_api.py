@@ -1,7 +1,7 @@
-"""Anthropic Messages API through the official `anthropic` SDK (its own retries off: the model client owns them).
+"""Anthropic Messages API through the official `anthropic` SDK (its retries off: the model client owns them).
 
-Requests arrive in OpenAI chat form; system messages are split out, tool calls and tool results become tool_use and
-tool_result blocks, and the answer is returned in the same form as the OpenAI provider's (tool calls included).
+Requests arrive in OpenAI chat form; system messages are split out, tool calls and tool results become
+tool_use and tool_result blocks, and the answer is returned in the same form as the OpenAI provider's.
 """
 
 from __future__ import annotations
@@ -20,11 +20,25 @@ DEFAULT_MAX_TOKENS = 1024
 """The Messages API requires max_tokens; used when neither the spec nor the environment sets one."""
 
 # Named arguments of messages.create this layer passes through from params.
-_CREATE_PARAMS = {"metadata", "service_tier", "thinking", "output_config", "inference_geo", "speed", "container"}
+_CREATE_PARAMS = {
+    "metadata",
+    "service_tier",
+    "thinking",
+    "output_config",
+    "inference_geo",
+    "speed",
+    "container",
+}
 # Sampling parameters the API accepts that this SDK version no longer names: sent in the request body.
 _BODY_PARAMS = {"temperature", "top_p", "top_k"}
-_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
-                 "refusal": "content_filter", "pause_turn": "pause"}
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+    "pause_turn": "pause",
+}
 
 
 def _text(content: Any) -> str:
@@ -43,7 +57,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 
 
 def convert_messages(messages: Sequence[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
-    """(system prompt, Anthropic messages) from OpenAI-form chat messages; consecutive same-role turns merged."""
+    """(system prompt, Anthropic messages) from OpenAI-form messages; consecutive same-role turns merged."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
 
@@ -71,12 +85,25 @@ def convert_messages(messages: Sequence[dict[str, Any]]) -> tuple[str | None, li
                     parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
                 except ValueError:
                     parsed = {"_raw": arguments}
-                blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": parsed})
+                blocks.append(
+                    {"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": parsed}
+                )
             add("assistant", blocks)
         elif role == "tool":
-            add("user", [{"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": _text(content)}])
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": message.get("tool_call_id"),
+                        "content": _text(content),
+                    }
+                ],
+            )
         else:
-            raise ProviderError(f"unsupported message role {role!r} for the Anthropic API", kind="bad_request")
+            raise ProviderError(
+                f"unsupported message role {role!r} for the Anthropic API", kind="bad_request"
+            )
     return ("\n\n".join(part for part in system if part) or None), out
 
 
@@ -85,11 +112,13 @@ def convert_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for tool in tools:
         if tool.get("type") == "function" and "function" in tool:
             function = tool["function"]
-            converted.append({
-                "name": function["name"],
-                "description": function.get("description", ""),
-                "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
-            })
+            converted.append(
+                {
+                    "name": function["name"],
+                    "description": function.get("description", ""),
+                    "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+                }
+            )
         else:
             converted.append(dict(tool))
     return converted
@@ -158,11 +187,16 @@ class AnthropicSession:
             if kind == "text":
                 texts.append(block.text)
             elif kind == "tool_use":
-                tool_calls.append({
-                    "id": block.id,
-                    "type": "function",
-                    "function": {"name": block.name, "arguments": json.dumps(block.input, sort_keys=True)},
-                })
+                tool_calls.append(
+                    {
+                        "id": block.id,
+                        "type": "function",
+                        "function": {
+                            "name": block.name,
+                            "arguments": json.dumps(block.input, sort_keys=True),
+                        },
+                    }
+                )
         usage = response.usage
         prompt_tokens = sum(
             int(getattr(usage, name, 0) or 0)

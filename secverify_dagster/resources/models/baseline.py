@@ -30,9 +30,13 @@ class BaselineProvider:
         try:
             text = self.baseline(request.observation)
         except Exception as exc:
-            raise ProviderError(f"baseline {self.spec.id} failed: {type(exc).__name__}: {exc}", kind="baseline") from exc
+            raise ProviderError(
+                f"baseline {self.spec.id} failed: {type(exc).__name__}: {exc}", kind="baseline"
+            ) from exc
         if not isinstance(text, str):
             raise ProviderError(
                 f"baseline {self.spec.id} returned {type(text).__name__}, expected str", kind="baseline"
             )
-        return Completion(text=text, usage=Usage(), latency_s=time.perf_counter() - started, finish_reason="stop")
+        return Completion(
+            text=text, usage=Usage(), latency_s=time.perf_counter() - started, finish_reason="stop"
+        )

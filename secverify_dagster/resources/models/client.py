@@ -4,8 +4,8 @@
     results = client.complete_many([ChatRequest(messages=[...], params={"max_tokens": 64})])
     # each result is a Completion or a ProviderError (after retries), in request order
 
-API providers run on asyncio with at most spec.concurrency requests in flight; the local model runs in a worker
-thread in batches of spec.batch_size; rule baselines run inline and are never cached.
+API providers run on asyncio with at most spec.concurrency requests in flight; the local model runs in a
+worker thread in batches of spec.batch_size; rule baselines run inline and are never cached.
 """
 
 from __future__ import annotations
@@ -25,8 +25,16 @@ from sv_shared.retry import RetryPolicy, retry_async
 from .types import ChatRequest, Completion, ModelSpec, ProviderError
 
 CACHE_NAMESPACE = "completions"
-_STAT_KEYS = ("requests", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens", "cost_usd",
-              "latency_s_total")
+_STAT_KEYS = (
+    "requests",
+    "cache_hits",
+    "retries",
+    "errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "latency_s_total",
+)
 
 Result = Completion | ProviderError
 
@@ -40,15 +48,19 @@ def effective_params(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
 
 def cache_key(spec: ModelSpec, request: ChatRequest) -> str:
     """sha256 over everything that determines the answer; not the observation (the messages carry it)."""
-    return sha256_hex(stable_json({
-        "model_id": spec.id,
-        "provider": spec.provider,
-        "model": spec.model,
-        "params": effective_params(spec, request),
-        "messages": request.messages,
-        "seed": request.seed,
-        "tools": request.tools,
-    }))
+    return sha256_hex(
+        stable_json(
+            {
+                "model_id": spec.id,
+                "provider": spec.provider,
+                "model": spec.model,
+                "params": effective_params(spec, request),
+                "messages": request.messages,
+                "seed": request.seed,
+                "tools": request.tools,
+            }
+        )
+    )
 
 
 def _internal_error(spec: ModelSpec, exc: BaseException) -> ProviderError:
@@ -79,10 +91,11 @@ class ModelClient:
     def __repr__(self) -> str:
         return f"ModelClient(id={self.spec.id!r}, provider={self.spec.provider!r}, model={self.spec.model!r})"
 
-    # -- accounting ----------------------------------------------------------------------------------------------
+    # -- accounting
+    # ----------------------------------------------------------------------------------------------
     @property
     def stats(self) -> dict[str, Any]:
-        """Totals since the client was opened. Tokens, cost and latency count fresh calls only (cache hits are free)."""
+        """Totals since the client was opened; tokens, cost and latency count fresh calls only."""
         with self._lock:
             stats = dict(self._stats)
         for key in ("requests", "cache_hits", "retries", "errors", "prompt_tokens", "completion_tokens"):
@@ -123,9 +136,10 @@ class ModelClient:
         self._add(cache_hits=1)
         return dataclasses.replace(completion, cached=True, cost_usd=0.0)
 
-    # -- public API ----------------------------------------------------------------------------------------------
+    # -- public API
+    # ----------------------------------------------------------------------------------------------
     def complete_many(self, requests: Sequence[ChatRequest]) -> list[Result]:
-        """Complete every request; one Completion or ProviderError per request, in order. Blocks until done."""
+        """One Completion or ProviderError per request, in request order. Blocks until all are done."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -179,7 +193,8 @@ class ModelClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- execution modes -----------------------------------------------------------------------------------------
+    # -- execution modes
+    # -----------------------------------------------------------------------------------------
     def _run_inline(self, requests: Sequence[ChatRequest]) -> list[Result]:
         results: list[Result] = []
         for request in requests:
@@ -245,8 +260,11 @@ class ModelClient:
                 except ProviderError as exc:
                     if attempts > 1:
                         exc = ProviderError(
-                            f"{exc.message} (gave up after {attempts} attempts)", kind=exc.kind,
-                            retryable=exc.retryable, status=exc.status, retry_after=exc.retry_after,
+                            f"{exc.message} (gave up after {attempts} attempts)",
+                            kind=exc.kind,
+                            retryable=exc.retryable,
+                            status=exc.status,
+                            retry_after=exc.retry_after,
                         )
                     results[index] = exc
                     return
@@ -291,7 +309,7 @@ def open_client(
     baselines: Mapping[str, Baseline] | None = None,
     retry: RetryPolicy | None = None,
 ) -> ModelClient:
-    """A client for spec. Nothing is contacted or loaded until the first request; keys are read at call time."""
+    """A client for spec. Nothing is contacted or loaded before the first request; keys are read then."""
     return ModelClient(spec, make_provider(spec, baselines), cache=cache, retry=retry)
 
 

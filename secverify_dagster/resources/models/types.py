@@ -79,8 +79,8 @@ class ProviderError(Exception):
     """A provider call that failed (after retries, when the client returns it).
 
     kind is one of: rate_limit, quota, server, timeout, unreachable, auth, bad_request, bad_response, local,
-    baseline, internal. retryable says whether trying again later may succeed. retry_after (seconds) is the server's
-    Retry-After when it sent one.
+    baseline, internal. retryable says whether trying again later may succeed. retry_after (seconds) is the
+    server's Retry-After when it sent one.
     """
 
     def __init__(
@@ -109,10 +109,18 @@ class ProviderError(Exception):
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_provider_error, (self.message, self.kind, self.retryable, self.status, self.retry_after))
+        return (
+            _rebuild_provider_error,
+            (self.message, self.kind, self.retryable, self.status, self.retry_after),
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "status": self.status, "retryable": self.retryable, "message": self.message}
+        return {
+            "kind": self.kind,
+            "status": self.status,
+            "retryable": self.retryable,
+            "message": self.message,
+        }
 
 
 def _rebuild_provider_error(
@@ -138,7 +146,9 @@ class Price(dict):
         return self["output_per_mtok"]
 
     def cost(self, usage: Usage) -> float:
-        return (usage.prompt_tokens * self.input_per_mtok + usage.completion_tokens * self.output_per_mtok) / 1e6
+        return (
+            usage.prompt_tokens * self.input_per_mtok + usage.completion_tokens * self.output_per_mtok
+        ) / 1e6
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,119 @@
+"""Reliability diagrams and risk–coverage curves as PNG files, byte-identical from run to run.
+
+Figures are built with the object-oriented API on an Agg canvas, so no global backend is switched and nothing
+here touches pyplot's state (safe inside Dagster workers and test runs that use other backends).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+_DPI = 100
+# No "Software" entry (it names the matplotlib version) so the PNG bytes depend only on the data.
+_PNG_METADATA: dict[str, Any] = {"Software": None}
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    """Write the figure as a deterministic PNG, creating the parent folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(figure)
+    figure.savefig(path, format="png", dpi=_DPI, metadata=_PNG_METADATA)
+    return path
+
+
+def _no_data(axes: Any) -> None:
+    axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes, color="grey")
+
+
+def plot_reliability(
+    bins_by_model: Mapping[str, Sequence[Mapping[str, Any]]], path: Path, *, title: str
+) -> Path:
+    """Reliability diagram: accuracy against mean confidence per bin for each model, with bin counts below.
+
+    Takes the reliability_bins of classification_metrics; empty bins (None accuracy or confidence) are skipped
+    in the upper panel and shown as zero counts in the lower one.
+    """
+    figure = Figure(figsize=(7.0, 7.0))
+    upper, lower = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    upper.plot(
+        [0.0, 1.0], [0.0, 1.0], linestyle="--", color="grey", linewidth=1.0, label="perfect calibration"
+    )
+    models = list(bins_by_model)
+    width_share = 0.8 / max(1, len(models))
+    for position, model in enumerate(models):
+        bins = list(bins_by_model[model])
+        filled = [b for b in bins if b.get("mean_confidence") is not None and b.get("accuracy") is not None]
+        (line,) = upper.plot(
+            [float(b["mean_confidence"]) for b in filled],
+            [float(b["accuracy"]) for b in filled],
+            marker="o",
+            label=model,
+        )
+        # Grouped count bars: each model gets a slice of every bin's width.
+        lefts = [
+            float(b["lower"]) + (float(b["upper"]) - float(b["lower"])) * (0.1 + position * width_share)
+            for b in bins
+        ]
+        widths = [(float(b["upper"]) - float(b["lower"])) * width_share for b in bins]
+        counts = [int(b.get("count") or 0) for b in bins]
+        lower.bar(lefts, counts, width=widths, align="edge", color=line.get_color(), label=model)
+    if not models:
+        _no_data(upper)
+    upper.set_xlim(0.0, 1.0)
+    upper.set_ylim(0.0, 1.05)
+    upper.set_ylabel("accuracy")
+    upper.set_title(title)
+    upper.legend(loc="upper left", fontsize="small")
+    upper.grid(True, alpha=0.3)
+    lower.set_xlabel("confidence")
+    lower.set_ylabel("count")
+    lower.grid(True, alpha=0.3)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def plot_risk_coverage(
+    curves_by_model: Mapping[str, Sequence[Mapping[str, Any]]],
+    path: Path,
+    *,
+    title: str,
+    aurc_by_model: Mapping[str, float | None] | None = None,
+) -> Path:
+    """Risk against coverage for each model (lower is better); the legend carries each model's AURC if given.
+
+    Takes the risk_coverage curves of classification_metrics; a model with no answered items gets a legend
+    entry saying so, and points with a None value are skipped.
+    """
+    aurc_by_model = aurc_by_model or {}
+    figure = Figure(figsize=(7.0, 5.0))
+    axes = figure.subplots()
+    for model, curve in curves_by_model.items():
+        points = [p for p in curve if p.get("coverage") is not None and p.get("risk") is not None]
+        aurc = aurc_by_model.get(model)
+        label = model if aurc is None else f"{model} (AURC {float(aurc):.3f})"
+        if not points:
+            label = f"{label} (no answers)"
+        axes.plot(
+            [float(p["coverage"]) for p in points],
+            [float(p["risk"]) for p in points],
+            marker="." if len(points) < 30 else None,
+            label=label,
+        )
+    if not curves_by_model:
+        _no_data(axes)
+    else:
+        axes.legend(loc="best", fontsize="small")
+    axes.set_xlim(0.0, 1.0)
+    axes.set_ylim(0.0, 1.05)
+    axes.set_xlabel("coverage (share of all items answered)")
+    axes.set_ylabel("risk (error rate among answered)")
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    figure.tight_layout()
+    return _save(figure, path)
