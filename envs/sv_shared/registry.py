@@ -26,7 +26,7 @@ _IMPLEMENTATIONS: dict[str, str] = {
 
 
 class EnvironmentNotAvailable(LookupError):
-    """Raised for an environment id that is unknown or not implemented in this version."""
+    """Raised for an environment id that is unknown or has no implementation in this version."""
 
 
 def implemented_env_ids() -> list[str]:
@@ -39,7 +39,7 @@ def get_environment(env_id: str, root: Path | None = None) -> Environment:
         raise EnvironmentNotAvailable(f"unknown environment {env_id!r}; known: {', '.join(ENV_IDS)}")
     if env_id not in _IMPLEMENTATIONS:
         raise EnvironmentNotAvailable(
-            f"environment {env_id} ({ENV_NAMES[env_id]}) is not implemented in this version; "
+            f"environment {env_id} ({ENV_NAMES[env_id]}) has no implementation in this version yet; "
             f"implemented: {', '.join(implemented_env_ids())}"
         )
     module_name, class_name = _IMPLEMENTATIONS[env_id].split(":")
