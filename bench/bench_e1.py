@@ -61,15 +61,20 @@ def bench_rollouts(env, dataset, n: int, batch: int) -> dict:
     load_s = time.perf_counter() - t0
     items = select_items(env, dataset.frame, n, 42)
     params = env.generation_params()
-    prompts = [tokenizer.apply_chat_template(env.messages(item), tokenize=False, add_generation_prompt=True)
-               for item in items]
+    prompts = [
+        tokenizer.apply_chat_template(env.messages(item), tokenize=False, add_generation_prompt=True) for item in items
+    ]
     raw_started = time.perf_counter()
     for start in range(0, len(prompts), batch):
-        encoded = tokenizer(prompts[start : start + batch], return_tensors="pt", padding=True,
-                            add_special_tokens=False)
+        encoded = tokenizer(prompts[start : start + batch], return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.inference_mode():
-            model.generate(**encoded, max_new_tokens=params["max_tokens"], min_new_tokens=params["max_tokens"],
-                           do_sample=False, pad_token_id=local.pad_id)
+            model.generate(
+                **encoded,
+                max_new_tokens=params["max_tokens"],
+                min_new_tokens=params["max_tokens"],
+                do_sample=False,
+                pad_token_id=local.pad_id,
+            )
     raw_s = time.perf_counter() - raw_started
 
     with tempfile.TemporaryDirectory() as tmp:

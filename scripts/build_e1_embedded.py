@@ -58,9 +58,7 @@ UID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 # Hosts. Internal: RFC 1918; "internet": RFC 5737 documentation ranges.
 LAN_DNS = "192.168.1.1"
 CORP_DNS = "10.0.0.2"
-INFECTED_IOT = (
-    "192.168.1.37"  # a compromised camera: scans, floods, beacons, and still does its normal chores
-)
+INFECTED_IOT = "192.168.1.37"  # a compromised camera: scans, floods, beacons, and still does its normal chores
 COMPROMISED_WS = "10.0.1.33"  # a compromised workstation: HTTPS C&C and exfiltration
 MONITOR = "10.0.9.5"
 SSH_SERVER = "10.0.5.22"
@@ -244,9 +242,7 @@ class Builder:
         """A SYN answered by RST (REJ): a closed port."""
         duration = float(self.rng.uniform(0.0001, 0.003))
         self.flows.append(
-            Flow(
-                ts, src, self.eph(), dst, dport, "tcp", None, duration, 0, 0, "REJ", "Sr", 1, 1, label, detail
-            )
+            Flow(ts, src, self.eph(), dst, dport, "tcp", None, duration, 0, 0, "REJ", "Sr", 1, 1, label, detail)
         )
 
     def datagram(
@@ -298,9 +294,7 @@ class Builder:
     # --- benign ---
 
     def benign(self) -> None:
-        clients = [f"10.0.1.{host}" for host in range(10, 41)] + [
-            f"192.168.1.{host}" for host in range(20, 31)
-        ]
+        clients = [f"10.0.1.{host}" for host in range(10, 41)] + [f"192.168.1.{host}" for host in range(20, 31)]
         for _ in range(55):  # web browsing over HTTPS, a few ended by resets
             state = str(self.rng.choice(["SF"] * 9 + ["RSTO", "RSTR"]))
             self.session(
@@ -376,17 +370,13 @@ class Builder:
             )
         checks = [(f"10.0.5.{host}", port) for host in (21, 22, 30, 41) for port in (22, 80, 443, 5432, 9100)]
         picks = self.rng.choice(len(checks), size=20, replace=False)
-        for order, pick in enumerate(
-            sorted(int(value) for value in picks)
-        ):  # monitoring sweeps, some targets down
+        for order, pick in enumerate(sorted(int(value) for value in picks)):  # monitoring sweeps, some targets down
             host, port = checks[pick]
             ts = START_TS + 300.0 * order + float(self.rng.uniform(0, 2))
             if order % 5 == 3:
                 self.rejected(ts, MONITOR, host, port, label="Benign", detail=None)
             elif order % 5 == 4:
-                self.syn(
-                    ts, MONITOR, host, port, label="Benign", detail=None, tries=int(self.rng.choice([1, 3]))
-                )
+                self.syn(ts, MONITOR, host, port, label="Benign", detail=None, tries=int(self.rng.choice([1, 3])))
             else:
                 self.session(
                     ts,
@@ -476,9 +466,7 @@ class Builder:
                     )
                 )
             else:
-                self.rejected(
-                    ts, EXTERNAL_ATTACKER, SCANNED_SERVER, port, label="Malicious", detail="PortScan"
-                )
+                self.rejected(ts, EXTERNAL_ATTACKER, SCANNED_SERVER, port, label="Malicious", detail="PortScan")
         for probe in range(3):  # a slow scan: one probe every ~20 minutes
             self.syn(
                 START_TS + 2_000.0 + probe * 1_200.0 + float(self.rng.uniform(0, 60)),
@@ -492,9 +480,7 @@ class Builder:
 
     def brute_force(self) -> None:
         ts = START_TS + 7_200.0
-        for attempt in range(
-            15
-        ):  # SSH password guessing: short sessions, similar sizes, closed by the server
+        for attempt in range(15):  # SSH password guessing: short sessions, similar sizes, closed by the server
             ts += float(self.rng.uniform(2.0, 5.0))
             self.session(
                 ts,
@@ -736,9 +722,7 @@ def render(seed: int = SEED) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
     args = parser.parse_args(argv)

@@ -53,10 +53,11 @@ def _progress_printer(label: str):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from sv_shared.cache import JsonCache
+
     from secverify_dagster.reports import summary_lines
     from secverify_dagster.resources.models import load_registry
     from secverify_dagster.runner import EvalRunner, embedded_dataset, read_dataset
-    from sv_shared.cache import JsonCache
 
     env = get_environment(args.env)
     registry = load_registry()
@@ -65,8 +66,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if unknown:
         _print(f"unknown model ids: {', '.join(unknown)} (see `secverify models`)")
         return 2
-    dataset = (embedded_dataset(env, split=args.split, seed=args.seed) if args.dataset == "embedded"
-               else read_dataset(env, Path(args.dataset)))
+    dataset = (
+        embedded_dataset(env, split=args.split, seed=args.seed)
+        if args.dataset == "embedded"
+        else read_dataset(env, Path(args.dataset))
+    )
     n = args.n or int(env.config.get("eval", {}).get("default_n", 32))
     cache = None if args.no_cache else JsonCache(outputs_dir() / "cache" / "responses.sqlite")
     failures = 0
@@ -158,8 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--models", action="append", default=[], help='space/comma-separated ids, e.g. "a b"')
     evaluate.add_argument("-n", "--n", type=int, default=None, help="items (default: the env's eval.default_n)")
     evaluate.add_argument("--seed", type=int, default=42)
-    evaluate.add_argument("--dataset", default="embedded",
-                          help='"embedded" (default: the shipped corpus, curated) or a parquet/CSV/JSONL file')
+    evaluate.add_argument(
+        "--dataset",
+        default="embedded",
+        help='"embedded" (default: the shipped corpus, curated) or a parquet/CSV/JSONL file',
+    )
     evaluate.add_argument("--split", default="test", help="split of the embedded corpus to draw from")
     evaluate.add_argument("--run-id", default=None, help="resume or name a run (default: derived from the inputs)")
     evaluate.add_argument("--no-cache", action="store_true", help="bypass the persistent response cache")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dagster as dg
-
 from sv_shared.registry import ENV_IDS
 
 MODELS_PARTITION = "models"

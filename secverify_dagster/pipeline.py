@@ -10,12 +10,12 @@ import time
 from collections.abc import Sequence
 
 import dagster as dg
+from sv_shared.config import outputs_dir
+from sv_shared.registry import get_environment
 
 from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
 from secverify_dagster.resources.models import load_registry, reachability
-from sv_shared.config import outputs_dir
-from sv_shared.registry import get_environment
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -46,8 +46,9 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
 
     total = 2 + len(models)
     started = _step(1, total, f"{env.name}: raw corpora → curated splits → synthetic set (+ checks)")
-    data = defs.resolve_job_def(f"{env_id}_data_job").execute_in_process(instance=instance, run_config=_QUIET,
-                                                                      raise_on_error=False)
+    data = defs.resolve_job_def(f"{env_id}_data_job").execute_in_process(
+        instance=instance, run_config=_QUIET, raise_on_error=False
+    )
     _done(started, data)
     if not data.success:
         return 1
@@ -62,20 +63,25 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
             continue
         run_config = {**_QUIET, "ops": {"eval_results": {"config": {"n": n} if n else {}}}}
         result = eval_job.execute_in_process(
-            instance=instance, partition_key=eval_partition_key(env_id, model_id), run_config=run_config,
+            instance=instance,
+            partition_key=eval_partition_key(env_id, model_id),
+            run_config=run_config,
             raise_on_error=False,
         )
         detail = ""
         for event in result.get_asset_materialization_events():
             meta = event.materialization.metadata
-            detail = (f"reward {meta['reward_mean'].value:.3f} · accuracy {meta['accuracy'].value} · "
-                      f"run {meta['run_dir'].value}")
+            detail = (
+                f"reward {meta['reward_mean'].value:.3f} · accuracy {meta['accuracy'].value} · "
+                f"run {meta['run_dir'].value}"
+            )
         _done(started, result, detail)
         failures += not result.success
 
     started = _step(total, total, f"{env_id}/report")
-    report = defs.resolve_job_def(f"{env_id}_report_job").execute_in_process(instance=instance, run_config=_QUIET,
-                                                                          raise_on_error=False)
+    report = defs.resolve_job_def(f"{env_id}_report_job").execute_in_process(
+        instance=instance, run_config=_QUIET, raise_on_error=False
+    )
     _done(started, report)
     report_path = ""
     for event in report.get_asset_materialization_events():

@@ -63,19 +63,22 @@ def collect_runs(evals_root: Path, env: Environment) -> tuple[list[RunView], dic
         if view is None or view.metadata.get("status") != "complete":
             continue
         current = latest.get(view.model_id)
-        if current is None or view.metadata["sessions"][-1]["started_at"] > current.metadata["sessions"][-1][
-            "started_at"
-        ]:
+        if (
+            current is None
+            or view.metadata["sessions"][-1]["started_at"] > current.metadata["sessions"][-1]["started_at"]
+        ):
             latest[view.model_id] = view
     if not latest:
         return [], {}
     newest = max(latest.values(), key=lambda v: v.metadata["sessions"][-1]["started_at"])
     dataset_hash = newest.metadata["dataset"]["hash"]
-    runs = sorted((v for v in latest.values() if v.metadata["dataset"]["hash"] == dataset_hash),
-                  key=lambda v: v.model_id)
+    runs = sorted(
+        (v for v in latest.values() if v.metadata["dataset"]["hash"] == dataset_hash), key=lambda v: v.model_id
+    )
     excluded = {
         v.model_id: f"latest run {v.run_dir.name} is on another dataset ({v.metadata['dataset']['hash'][:12]})"
-        for v in latest.values() if v.metadata["dataset"]["hash"] != dataset_hash
+        for v in latest.values()
+        if v.metadata["dataset"]["hash"] != dataset_hash
     }
     return runs, excluded
 
@@ -89,8 +92,10 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def _metrics_table(runs: Sequence[RunView]) -> list[str]:
-    header = ("| model | n | reward [95% CI] | accuracy | F1 | FNR | FPR | abstain | format fail | ECE | Brier | "
-              "AURC | cost-wtd error | cost USD |")
+    header = (
+        "| model | n | reward [95% CI] | accuracy | F1 | FNR | FPR | abstain | format fail | ECE | Brier | "
+        "AURC | cost-wtd error | cost USD |"
+    )
     lines = [header, "|" + "---|" * 14]
     for run in runs:
         m = run.metrics
@@ -113,8 +118,7 @@ def paired_comparisons(runs: Sequence[RunView], *, seed: int = 42) -> list[dict[
         if not ids:
             continue
         result = paired_bootstrap(rewards_a, rewards_b, seed=seed)
-        rows.append({"model_a": run_a.model_id, "model_b": run_b.model_id, "n_paired": len(ids),
-                     **result.to_dict()})
+        rows.append({"model_a": run_a.model_id, "model_b": run_b.model_id, "n_paired": len(ids), **result.to_dict()})
     return rows
 
 
@@ -122,20 +126,22 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
     runs, excluded = collect_runs(evals_root, env)
     out_dir.mkdir(parents=True, exist_ok=True)
     reliability = plot_reliability(
-        {run.model_id: run.metrics["reliability_bins"] for run in runs}, out_dir / "reliability.png",
+        {run.model_id: run.metrics["reliability_bins"] for run in runs},
+        out_dir / "reliability.png",
         title=f"{env.name}: reliability",
     )
     risk_coverage = plot_risk_coverage(
-        {run.model_id: run.metrics["risk_coverage"] for run in runs}, out_dir / "risk_coverage.png",
-        title=f"{env.name}: risk–coverage", aurc_by_model={run.model_id: run.metrics["aurc"] for run in runs},
+        {run.model_id: run.metrics["risk_coverage"] for run in runs},
+        out_dir / "risk_coverage.png",
+        title=f"{env.name}: risk–coverage",
+        aurc_by_model={run.model_id: run.metrics["aurc"] for run in runs},
     )
     comparisons = paired_comparisons(runs, seed=seed)
     dataset = runs[0].metadata["dataset"] if runs else None
     lines = [
         f"# {env.name} ({env.env_id}) report",
         "",
-        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. "
-        f"Verifier {env.verifier_version}. Seed {seed}.",
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Verifier {env.verifier_version}. Seed {seed}.",
         "",
     ]
     if not runs:
@@ -166,8 +172,17 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             lines.append("Only one model has a complete run; nothing to compare.")
         lines += ["", "## Format failures", ""]
         lines += [f"- {run.model_id}: {json.dumps(run.metrics['format_errors']) or '{}'}" for run in runs]
-        lines += ["", "## Calibration", "", f"![reliability]({reliability.name})", "",
-                  f"![risk–coverage]({risk_coverage.name})", "", "## Provenance", ""]
+        lines += [
+            "",
+            "## Calibration",
+            "",
+            f"![reliability]({reliability.name})",
+            "",
+            f"![risk–coverage]({risk_coverage.name})",
+            "",
+            "## Provenance",
+            "",
+        ]
         lines += [
             f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata['code_version'][:12]}` · "
             f"model `{run.metadata['model']['model']}` · generation `{json.dumps(run.metadata['generation'])}`"
@@ -178,13 +193,32 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
     markdown = out_dir / "report.md"
     markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
     json_path = out_dir / "report.json"
-    json_path.write_text(json.dumps({
-        "env": env.env_id, "dataset": dataset, "models": [run.model_id for run in runs],
-        "metrics": {run.model_id: run.metrics for run in runs}, "comparisons": comparisons,
-        "runs": {run.model_id: str(run.run_dir) for run in runs}, "excluded": excluded,
-    }, indent=2, default=str) + "\n", encoding="utf-8")
-    return Report(markdown, json_path, reliability, risk_coverage, dataset["hash"] if dataset else None,
-                  [run.model_id for run in runs], excluded)
+    json_path.write_text(
+        json.dumps(
+            {
+                "env": env.env_id,
+                "dataset": dataset,
+                "models": [run.model_id for run in runs],
+                "metrics": {run.model_id: run.metrics for run in runs},
+                "comparisons": comparisons,
+                "runs": {run.model_id: str(run.run_dir) for run in runs},
+                "excluded": excluded,
+            },
+            indent=2,
+            default=str,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return Report(
+        markdown,
+        json_path,
+        reliability,
+        risk_coverage,
+        dataset["hash"] if dataset else None,
+        [run.model_id for run in runs],
+        excluded,
+    )
 
 
 def summary_lines(metrics: Mapping[str, Any]) -> list[str]:

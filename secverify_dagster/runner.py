@@ -25,6 +25,10 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from sv_shared.cache import JsonCache
+from sv_shared.config import outputs_dir, project_root
+from sv_shared.contracts import Environment, Item
+from sv_shared.hashing import frame_hash, sha256_hex, stable_json
 
 from secverify_dagster.resources.models import (
     ChatRequest,
@@ -35,10 +39,6 @@ from secverify_dagster.resources.models import (
     open_client,
     reachability,
 )
-from sv_shared.cache import JsonCache
-from sv_shared.config import outputs_dir, project_root
-from sv_shared.contracts import Environment, Item
-from sv_shared.hashing import frame_hash, sha256_hex, stable_json
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -84,7 +84,11 @@ def code_version(root: Path | None = None) -> str:
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd, capture_output=True, text=True, timeout=10, check=True,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -245,7 +249,9 @@ class EvalRunner:
                 batch = pending[start : start + self.chunk_size]
                 requests = [
                     ChatRequest(
-                        messages=self.env.messages(item), params=params, seed=seed,
+                        messages=self.env.messages(item),
+                        params=params,
+                        seed=seed,
                         observation=self.env.observation(item),
                     )
                     for item in batch
@@ -257,8 +263,13 @@ class EvalRunner:
                 for item, request, completion in zip(batch, requests, completions, strict=True):
                     if isinstance(completion, ProviderError):
                         batch_errors.append(
-                            {"id": item[self.env.id_column], "kind": completion.kind, "status": completion.status,
-                             "message": str(completion), "at": datetime.now(UTC).isoformat()}
+                            {
+                                "id": item[self.env.id_column],
+                                "kind": completion.kind,
+                                "status": completion.status,
+                                "message": str(completion),
+                                "at": datetime.now(UTC).isoformat(),
+                            }
                         )
                     else:
                         records.append(self._record(item, request, completion))
@@ -296,8 +307,14 @@ class EvalRunner:
         metadata["timings"]["summary_s"] = round(time.perf_counter() - t_summary, 4)
         _write_json(run_dir / "metadata.json", metadata)
         return EvalOutcome(
-            self.env.env_id, self.spec.id, "complete" if complete else "incomplete", run_dir=run_dir,
-            summary=summary, metadata=metadata, n_done=len(ordered), n_provider_errors=len(provider_errors),
+            self.env.env_id,
+            self.spec.id,
+            "complete" if complete else "incomplete",
+            run_dir=run_dir,
+            summary=summary,
+            metadata=metadata,
+            n_done=len(ordered),
+            n_provider_errors=len(provider_errors),
         )
 
     def _record(self, item: Item, request: ChatRequest, completion: Completion) -> dict[str, Any]:
@@ -307,16 +324,24 @@ class EvalRunner:
             "model": self.spec.id,
             "prompt": request.messages,
             "completion": completion.text,
-            "usage": {"prompt_tokens": completion.usage.prompt_tokens,
-                      "completion_tokens": completion.usage.completion_tokens},
+            "usage": {
+                "prompt_tokens": completion.usage.prompt_tokens,
+                "completion_tokens": completion.usage.completion_tokens,
+            },
             "latency_s": completion.latency_s,
             "cost_usd": completion.cost_usd,
             "cached": completion.cached,
         }
 
     def _start_metadata(
-        self, run_dir: Path, run_id: str, dataset: EvalDataset, fingerprint: Mapping[str, Any],
-        fingerprint_hash: str, n: int, seed: int,
+        self,
+        run_dir: Path,
+        run_id: str,
+        dataset: EvalDataset,
+        fingerprint: Mapping[str, Any],
+        fingerprint_hash: str,
+        n: int,
+        seed: int,
     ) -> dict[str, Any]:
         path = run_dir / "metadata.json"
         now = datetime.now(UTC).isoformat()
@@ -340,8 +365,12 @@ class EvalRunner:
             "model": _public_spec(self.spec),
             "generation": fingerprint["generation"],
             "config": self.env.config,
-            "dataset": {"source": dataset.source, "split": dataset.split, "hash": dataset.hash,
-                        "rows": dataset.frame.height},
+            "dataset": {
+                "source": dataset.source,
+                "split": dataset.split,
+                "hash": dataset.hash,
+                "rows": dataset.frame.height,
+            },
             "n_requested": n,
             "n_items": len(fingerprint["item_ids"]),
             "seed": seed,
@@ -355,13 +384,24 @@ class EvalRunner:
         return metadata
 
     def _finish_metadata(
-        self, metadata: Mapping[str, Any], records: Sequence[Mapping[str, Any]], client: ModelClient,
-        timings: Mapping[str, float], elapsed: float, complete: bool, provider_errors: Sequence[Mapping[str, Any]],
+        self,
+        metadata: Mapping[str, Any],
+        records: Sequence[Mapping[str, Any]],
+        client: ModelClient,
+        timings: Mapping[str, float],
+        elapsed: float,
+        complete: bool,
+        provider_errors: Sequence[Mapping[str, Any]],
     ) -> dict[str, Any]:
         stats = client.stats
         sessions = list(metadata["sessions"])
-        sessions[-1] = {**sessions[-1], "finished_at": datetime.now(UTC).isoformat(), "wall_s": round(elapsed, 4),
-                        "client": stats, "new_samples": stats.get("requests", 0)}
+        sessions[-1] = {
+            **sessions[-1],
+            "finished_at": datetime.now(UTC).isoformat(),
+            "wall_s": round(elapsed, 4),
+            "client": stats,
+            "new_samples": stats.get("requests", 0),
+        }
         return {
             "status": "complete" if complete else "incomplete",
             "sessions": sessions,

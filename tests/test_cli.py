@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from sv_shared.registry import get_environment
 
 from secverify_dagster.cli import main
 from secverify_dagster.runner import embedded_dataset
-from sv_shared.registry import get_environment
 
 
 @pytest.fixture()
@@ -46,15 +46,37 @@ def test_score_rescores_stored_completions(outputs: Path, tmp_path: Path, capsys
     ids = items["flow_id"].to_list()
     labels = items["label"].to_list()
     completions = tmp_path / "completions.jsonl"
-    completions.write_text("\n".join(json.dumps(line) for line in [
-        {"id": ids[0], "completion": json.dumps({"label": labels[0], "confidence": 1.0})},
-        {"id": ids[1], "completion": "no idea"},
-        {"id": ids[2], "completion": '```json\n{"label": "Abstain", "confidence": 0.5}\n```'},
-    ]) + "\n")
+    completions.write_text(
+        "\n".join(
+            json.dumps(line)
+            for line in [
+                {"id": ids[0], "completion": json.dumps({"label": labels[0], "confidence": 1.0})},
+                {"id": ids[1], "completion": "no idea"},
+                {"id": ids[2], "completion": '```json\n{"label": "Abstain", "confidence": 0.5}\n```'},
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "scored.jsonl"
     summary = tmp_path / "summary.json"
-    assert main(["score", "--env", "e1", "--items", str(items_path), "--completions", str(completions),
-                 "--out", str(out), "--summary", str(summary)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--env",
+                "e1",
+                "--items",
+                str(items_path),
+                "--completions",
+                str(completions),
+                "--out",
+                str(out),
+                "--summary",
+                str(summary),
+            ]
+        )
+        == 0
+    )
     scored = [json.loads(line) for line in out.read_text().splitlines()]
     assert [s["reward"] for s in scored] == pytest.approx([1.0, 0.0, 0.25 * 0.85 + 0.1])
     assert scored[1]["error"] == "no_json_object"
@@ -68,8 +90,22 @@ def test_score_rejects_completions_for_unknown_items(outputs: Path, tmp_path: Pa
     embedded_dataset(env, split="test", seed=42).frame.head(2).write_parquet(items_path)
     completions = tmp_path / "completions.jsonl"
     completions.write_text(json.dumps({"id": "nope", "completion": "{}"}) + "\n")
-    assert main(["score", "--env", "e1", "--items", str(items_path), "--completions", str(completions),
-                 "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "score",
+                "--env",
+                "e1",
+                "--items",
+                str(items_path),
+                "--completions",
+                str(completions),
+                "--out",
+                str(tmp_path / "o.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "not in the items file" in capsys.readouterr().err
 
 

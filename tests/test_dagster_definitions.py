@@ -9,17 +9,25 @@ import dagster as dg
 from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
+from secverify_dagster.resources.models import load_registry
 from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
-from secverify_dagster.resources.models import load_registry
 
 
 def test_definitions_load_and_validate() -> None:
     dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-    assert {"e1/raw_embedded", "e1/raw_iot23", "e1/raw_cicids2017", "e1/raw_unswnb15", "e1/curated_splits",
-            "e1/synthetic", "eval_results", "e1/report"} <= keys
+    assert {
+        "e1/raw_embedded",
+        "e1/raw_iot23",
+        "e1/raw_cicids2017",
+        "e1/raw_unswnb15",
+        "e1/curated_splits",
+        "e1/synthetic",
+        "eval_results",
+        "e1/report",
+    } <= keys
     assert dg.AssetKey(["e1", "curated_splits"]) in graph.get(dg.AssetKey("eval_results")).parent_keys
     checks = {key.name for key in graph.asset_check_keys}
     assert {"schema", "label_balance", "no_duplicates"} <= checks
@@ -35,13 +43,16 @@ def test_new_model_sensor_adds_partitions_and_backfills_every_environment() -> N
         registry = set(load_registry())
         (request,) = result.dynamic_partitions_requests
         assert set(request.partition_keys) == registry - {"heuristic"}
-        backfilled = {(r.partition_key.keys_by_dimension["env"], r.partition_key.keys_by_dimension["model"])
-                      for r in result.run_requests}
+        backfilled = {
+            (r.partition_key.keys_by_dimension["env"], r.partition_key.keys_by_dimension["model"])
+            for r in result.run_requests
+        }
         assert backfilled == {("e1", model) for model in registry - {"heuristic"}}
 
         instance.add_dynamic_partitions(MODELS_PARTITION, sorted(registry))
-        again = new_model_sensor(dg.build_sensor_context(instance=instance,
-                                                         resources={"models": ModelRegistryResource()}))
+        again = new_model_sensor(
+            dg.build_sensor_context(instance=instance, resources={"models": ModelRegistryResource()})
+        )
         assert not again.run_requests
 
 
@@ -54,6 +65,7 @@ def test_weekly_sweep_uses_n_10_and_biweekly_skips_odd_weeks() -> None:
         assert all(r.run_config["ops"]["eval_results"]["config"]["n"] == 10 for r in requests)
         even = biweekly_full_eval(dg.build_schedule_context(instance=instance, scheduled_execution_time=monday))
         assert len(even) == 2
-        odd = biweekly_full_eval(dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 8, tzinfo=UTC)))
+        odd = biweekly_full_eval(
+            dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 8, tzinfo=UTC))
+        )
         assert isinstance(odd, dg.SkipReason)

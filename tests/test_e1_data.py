@@ -69,9 +69,7 @@ def test_validate_flows_checks_uniqueness_labels_and_provenance() -> None:
     frame = data.load_embedded().head(2)
     with pytest.raises(CorpusValidationError, match="field_uniqueness"):
         schema.validate_flows(pl.concat([frame, frame]))
-    mislabeled = frame.with_columns(
-        pl.lit("Malicious").alias("label"), pl.lit(None, pl.Utf8).alias("attack_family")
-    )
+    mislabeled = frame.with_columns(pl.lit("Malicious").alias("label"), pl.lit(None, pl.Utf8).alias("attack_family"))
     with pytest.raises(CorpusValidationError, match="attack_family_null_iff_benign"):
         schema.validate_flows(schema.with_content_hash(mislabeled))
     half_synthetic = frame.with_columns(pl.lit("sv-synthetic").alias("source_corpus"))
@@ -349,9 +347,7 @@ def test_embedded_corpus_is_not_separable_by_one_field() -> None:
     malicious = (frame["label"] == "Malicious").to_numpy()
     accuracies: dict[str, float] = {}
     for column in ("protocol", "service", "conn_state", "history", "dst_port"):
-        groups = frame.group_by(column).agg(
-            (pl.col("label") == "Malicious").sum().alias("m"), pl.len().alias("n")
-        )
+        groups = frame.group_by(column).agg((pl.col("label") == "Malicious").sum().alias("m"), pl.len().alias("n"))
         accuracies[column] = sum(max(m, n - m) for m, n in groups.select("m", "n").iter_rows()) / frame.height
     for column in ("duration_s", "bytes_out", "bytes_in", "packets_out", "packets_in"):
         values = frame[column].fill_null(-1).to_numpy()
@@ -366,9 +362,7 @@ def test_embedded_corpus_is_not_separable_by_one_field() -> None:
 
 
 def test_build_script_reproduces_the_shipped_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = importlib.util.spec_from_file_location(
-        "build_e1_embedded", ROOT / "scripts" / "build_e1_embedded.py"
-    )
+    spec = importlib.util.spec_from_file_location("build_e1_embedded", ROOT / "scripts" / "build_e1_embedded.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up while defined
@@ -390,9 +384,7 @@ def test_curate_is_stratified_and_exact() -> None:
     frame = data.load_embedded()
     splits = data.curate([frame], seed=42)
     assert list(splits) == ["train", "dev", "test"]
-    labels = {
-        name: dict(part.group_by("label").len().sort("label").iter_rows()) for name, part in splits.items()
-    }
+    labels = {name: dict(part.group_by("label").len().sort("label").iter_rows()) for name, part in splits.items()}
     assert labels == {
         "train": {"Benign": 115, "Malicious": 94},
         "dev": {"Benign": 25, "Malicious": 21},
@@ -415,9 +407,7 @@ def test_curate_is_deterministic_and_order_independent() -> None:
 
     first = data.curate([embedded, unsw, again], seed=7)
     assert sum(part.height for part in first.values()) == 300 + 13  # the copy is deduplicated away
-    assert hashes(first) == hashes(
-        data.curate([again, embedded.reverse(), unsw.sample(fraction=1.0, seed=1)], seed=7)
-    )
+    assert hashes(first) == hashes(data.curate([again, embedded.reverse(), unsw.sample(fraction=1.0, seed=1)], seed=7))
     assert hashes(first) != hashes(data.curate([embedded, unsw], seed=8))
     # Of two equal flows the one that sorts first is kept, whichever list position it came from.
     kept = pl.concat(first.values()).filter(pl.col("source_corpus").str.starts_with("unsw"))

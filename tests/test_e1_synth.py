@@ -23,9 +23,7 @@ def embedded() -> pl.DataFrame:
 def test_playbook_rows_carry_scenario_and_provenance(name: str) -> None:
     frame = synth.PLAYBOOKS[name](20, 11)
     assert frame.height == 20
-    expected_scenario, expected_label = (
-        ("benign", "Benign") if name == "benign_traffic" else (name, "Malicious")
-    )
+    expected_scenario, expected_label = ("benign", "Benign") if name == "benign_traffic" else (name, "Malicious")
     assert frame["scenario"].unique().to_list() == [expected_scenario]
     assert frame["label"].unique().to_list() == [expected_label]
     assert frame["generator"].unique().to_list() == [name]
@@ -52,9 +50,7 @@ def test_port_scan_looks_like_a_scan() -> None:
     ("n", "share", "malicious"),
     [(400, 0.5, 200), (401, 0.5, 201), (10, 0.35, 4), (7, 0.0, 0), (7, 1.0, 7), (0, 0.5, 0)],
 )
-def test_generate_balances_labels_exactly(
-    n: int, share: float, malicious: int, embedded: pl.DataFrame
-) -> None:
+def test_generate_balances_labels_exactly(n: int, share: float, malicious: int, embedded: pl.DataFrame) -> None:
     for base in (None, embedded):
         frame = synth.generate(n, 3, base, malicious_share=share)
         assert frame.height == n
@@ -83,9 +79,7 @@ def test_generate_mix_and_provenance(embedded: pl.DataFrame) -> None:
         "perturb": 120,  # 30% of each label's 200 rows
         "port_scan": 28,
     }
-    assert (
-        frame.select(pl.sum_horizontal(pl.col("generator_params", "generator_seed").null_count())).item() == 0
-    )
+    assert frame.select(pl.sum_horizontal(pl.col("generator_params", "generator_seed").null_count())).item() == 0
     base_labels = dict(embedded.select("flow_id", "label").iter_rows())
     for row in frame.filter(pl.col("generator") == "perturb").iter_rows(named=True):
         assert base_labels[json.loads(row["generator_params"])["base_flow_id"]] == row["label"]
@@ -125,9 +119,7 @@ def test_perturb_keeps_values_valid_and_within_the_noise_bound(embedded: pl.Data
     assert perturbed.height == embedded.height
     assert perturbed["generator"].unique().to_list() == ["perturb"]
     pairs = perturbed.with_columns(
-        pl.col("generator_params").str.json_decode(
-            pl.Struct({"base_flow_id": pl.Utf8, "ts_shift_s": pl.Float64})
-        )
+        pl.col("generator_params").str.json_decode(pl.Struct({"base_flow_id": pl.Utf8, "ts_shift_s": pl.Float64}))
     ).unnest("generator_params")
     joined = pairs.join(embedded, left_on="base_flow_id", right_on="flow_id", suffix="_base")
     assert joined.height == embedded.height
@@ -158,17 +150,13 @@ def test_perturb_keeps_values_valid_and_within_the_noise_bound(embedded: pl.Data
             if base is None or base == 0:
                 assert value == base, column
             else:
-                assert max(1, math.floor(base * (1 - noise))) <= value <= math.ceil(base * (1 + noise)), (
-                    column
-                )
+                assert max(1, math.floor(base * (1 - noise))) <= value <= math.ceil(base * (1 + noise)), column
 
 
 def test_perturb_renames_addresses_one_to_one_within_their_block(embedded: pl.DataFrame) -> None:
     perturbed = synth.perturb(embedded, 8)
     joined = perturbed.with_columns(
-        pl.col("generator_params")
-        .str.json_decode(pl.Struct({"base_flow_id": pl.Utf8}))
-        .struct.field("base_flow_id")
+        pl.col("generator_params").str.json_decode(pl.Struct({"base_flow_id": pl.Utf8})).struct.field("base_flow_id")
     ).join(embedded, left_on="generator_params", right_on="flow_id", suffix="_base")
     mapping: dict[str, str] = {}
     for column in ("src_ip", "dst_ip"):
@@ -177,9 +165,7 @@ def test_perturb_renames_addresses_one_to_one_within_their_block(embedded: pl.Da
     assert len(set(mapping.values())) == len(mapping)  # and two hosts stay two
     for old, new in mapping.items():
         assert new != old
-        if ipaddress.ip_address(old).is_private and not old.startswith(
-            ("192.0.2.", "198.51.100.", "203.0.113.")
-        ):
+        if ipaddress.ip_address(old).is_private and not old.startswith(("192.0.2.", "198.51.100.", "203.0.113.")):
             assert new.split(".")[0] == old.split(".")[0]
         else:
             assert new.startswith(("192.0.2.", "198.51.100.", "203.0.113."))

@@ -12,8 +12,7 @@ pytestmark = pytest.mark.slow
 
 PROMPTS = [
     "Say hi.",
-    "Is a TCP connection to port 22 that sent 40 bytes and received 90000 bytes suspicious? "
-    "Answer in one sentence.",
+    "Is a TCP connection to port 22 that sent 40 bytes and received 90000 bytes suspicious? Answer in one sentence.",
     "Name one port.",
 ]
 

@@ -28,8 +28,10 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         assert all(passed for _, _, passed in checks), checks
         curated = outputs / "datasets" / "e1" / "curated"
         splits = {name: pl.read_parquet(curated / f"{name}.parquet") for name in ("train", "dev", "test")}
-        assert sum(frame.height for frame in splits.values()) == pl.read_parquet(
-            outputs / "datasets" / "e1" / "raw" / "embedded.parquet").height
+        assert (
+            sum(frame.height for frame in splits.values())
+            == pl.read_parquet(outputs / "datasets" / "e1" / "raw" / "embedded.parquet").height
+        )
         provenance = json.loads((curated / "test.metadata.json").read_text())
         assert provenance["train_sources"] == ["embedded"] and provenance["seed"] == 42
         (synthetic,) = (outputs / "datasets" / "e1" / "synthetic").glob("*/synthetic.parquet")
@@ -43,7 +45,8 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         run_dir = Path(materialization.materialization.metadata["run_dir"].value)
         assert run_dir.is_relative_to(outputs / "evals" / "sv-env-network-logs--heuristic")
         assert (run_dir / "results.jsonl").read_text().count("\n") == materialization.materialization.metadata[
-            "n"].value
+            "n"
+        ].value
 
         # A model without its key is skipped: the run succeeds and nothing is materialized or scored.
         skipped = evals.execute_in_process(instance=instance, partition_key=eval_partition_key("e1", "gpt-5"))
@@ -75,9 +78,14 @@ def test_unimplemented_environment_partition_fails_with_a_clear_message(outputs:
 def test_missing_real_corpus_fails_with_a_pointer_to_its_config(outputs: Path) -> None:
     with dg.instance_for_test() as instance:
         result = dg.materialize(
-            [asset for asset in defs.assets if isinstance(asset, dg.AssetsDefinition)
-             and dg.AssetKey(["e1", "raw_cicids2017"]) in asset.keys],
-            instance=instance, resources=defs.resources, raise_on_error=False,
+            [
+                asset
+                for asset in defs.assets
+                if isinstance(asset, dg.AssetsDefinition) and dg.AssetKey(["e1", "raw_cicids2017"]) in asset.keys
+            ],
+            instance=instance,
+            resources=defs.resources,
+            raise_on_error=False,
         )
         assert not result.success
         message = str(result.get_step_failure_events()[0].step_failure_data.error)

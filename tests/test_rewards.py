@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from sv_env_network_logs.verify import detection_task, score_completion
 from sv_shared.config import load_env_config
 from sv_shared.costs import CostTable
@@ -27,20 +26,40 @@ def test_configured_weights_and_costs_are_the_documented_ones() -> None:
     ("truth", "completion", "reward", "components"),
     [
         # true positive, confidence 0.9: .45 + .2*.9 + .25 + .1
-        ("Malicious", answer("Malicious", 0.9), 0.98,
-         {"accuracy": 1.0, "calibration": 0.9, "asymmetric_cost": 1.0, "format": 1.0}),
+        (
+            "Malicious",
+            answer("Malicious", 0.9),
+            0.98,
+            {"accuracy": 1.0, "calibration": 0.9, "asymmetric_cost": 1.0, "format": 1.0},
+        ),
         # missed attack, confidence 0.8: calibration .2, worst cost
-        ("Malicious", answer("Benign", 0.8), 0.14,
-         {"accuracy": 0.0, "calibration": 0.2, "asymmetric_cost": 0.0, "format": 1.0}),
+        (
+            "Malicious",
+            answer("Benign", 0.8),
+            0.14,
+            {"accuracy": 0.0, "calibration": 0.2, "asymmetric_cost": 0.0, "format": 1.0},
+        ),
         # false alarm, confidence 0.6: calibration .4, cost 1 - .3
-        ("Benign", answer("Malicious", 0.6), 0.355,
-         {"accuracy": 0.0, "calibration": 0.4, "asymmetric_cost": 0.7, "format": 1.0}),
+        (
+            "Benign",
+            answer("Malicious", 0.6),
+            0.355,
+            {"accuracy": 0.0, "calibration": 0.4, "asymmetric_cost": 0.7, "format": 1.0},
+        ),
         # abstention: no accuracy, no calibration credit, cost 1 - .15
-        ("Malicious", answer("Abstain", 0.9), 0.3125,
-         {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.85, "format": 1.0}),
+        (
+            "Malicious",
+            answer("Abstain", 0.9),
+            0.3125,
+            {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.85, "format": 1.0},
+        ),
         # unparseable: everything zero
-        ("Benign", "benign, I think", 0.0,
-         {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.0, "format": 0.0}),
+        (
+            "Benign",
+            "benign, I think",
+            0.0,
+            {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.0, "format": 0.0},
+        ),
     ],
 )
 def test_e1_reward_exact_values(truth: str, completion: str, reward: float, components: dict) -> None:

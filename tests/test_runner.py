@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sv_shared.registry import get_environment
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ProviderError, load_registry, open_client
 from secverify_dagster.runner import EvalRunner, RunMismatchError, embedded_dataset, select_items
-from sv_shared.registry import get_environment
 
 ENV = get_environment("e1")
 HEURISTIC = load_registry()["heuristic"]
@@ -25,7 +25,10 @@ def dataset():
 class CountingClient:
     """The real baseline client, counting what it is asked; optionally failing or crashing on chosen calls."""
 
-    def __init__(self, *, fail_ids: Sequence[str] = (), crash_after_calls: int | None = None) -> None:
+    def __init__(
+        self, ids: dict[str, dict], *, fail_ids: Sequence[str] = (), crash_after_calls: int | None = None
+    ) -> None:
+        self.ids = ids
         self.inner = open_client(HEURISTIC, cache=None, baselines=ENV.baselines())
         self.fail_ids = set(fail_ids)
         self.crash_after_calls = crash_after_calls
@@ -54,13 +57,9 @@ class CountingClient:
     def close(self) -> None:
         self.inner.close()
 
-    ids: dict[str, dict] = {}
-
 
 def _client(dataset, **kwargs) -> CountingClient:
-    client = CountingClient(**kwargs)
-    client.ids = {item["flow_id"]: ENV.observation(item) for item in dataset.frame.to_dicts()}
-    return client
+    return CountingClient({item["flow_id"]: ENV.observation(item) for item in dataset.frame.to_dicts()}, **kwargs)
 
 
 def _results(run_dir: Path) -> list[dict]:
@@ -76,8 +75,13 @@ def test_writes_the_run_folder_with_provenance(tmp_path: Path, dataset) -> None:
     assert metadata["dataset"]["hash"] == dataset.hash
     assert metadata["dataset"]["source"] == "embedded:test"
     assert metadata["verifier_version"] == ENV.verifier_version
-    assert metadata["model"] == {"id": "heuristic", "provider": "baseline", "model": HEURISTIC.model,
-                                 "params": HEURISTIC.params, "price": HEURISTIC.price}
+    assert metadata["model"] == {
+        "id": "heuristic",
+        "provider": "baseline",
+        "model": HEURISTIC.model,
+        "params": HEURISTIC.params,
+        "price": HEURISTIC.price,
+    }
     assert metadata["seed"] == 42 and metadata["status"] == "complete"
     assert metadata["config"]["reward_weights"]["accuracy"] == 0.45
     assert set(metadata["timings"]) >= {"generate_s", "score_s", "write_s", "wall_s"}
@@ -108,9 +112,7 @@ def test_interrupted_run_resumes_only_the_missing_samples(tmp_path: Path, datase
     assert len(written) == 8
 
     resumed = _client(dataset)
-    outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=resumed, chunk_size=8).run(
-        dataset, n=20, seed=42
-    )
+    outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=resumed, chunk_size=8).run(dataset, n=20, seed=42)
     assert outcome.status == "complete"
     assert len(resumed.requested) == 12
     assert not set(resumed.requested) & {r["id"] for r in written}

@@ -65,18 +65,14 @@ def served(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         started = time.perf_counter()
         while True:
             if process.poll() is not None:
-                pytest.fail(
-                    f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}"
-                )
+                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.perf_counter() - started > STARTUP_TIMEOUT_S:
-                pytest.fail(
-                    f"transformers serve not up after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}"
-                )
+                pytest.fail(f"transformers serve not up after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.5)
         print(f"transformers serve answered /health after {time.perf_counter() - started:.1f} s")
         yield f"http://127.0.0.1:{port}/v1", str(exported)
@@ -114,8 +110,7 @@ def test_client_completes_through_transformers_serve(served: tuple[str, str]) ->
     started = time.perf_counter()
     results = client.complete_many(requests)
     print(
-        f"served completions in {time.perf_counter() - started:.1f} s: "
-        f"{[getattr(r, 'latency_s', r) for r in results]}"
+        f"served completions in {time.perf_counter() - started:.1f} s: {[getattr(r, 'latency_s', r) for r in results]}"
     )
     for result, limit in zip(results, (16, 8), strict=True):
         assert isinstance(result, Completion), result
@@ -129,9 +124,7 @@ def test_client_completes_through_transformers_serve(served: tuple[str, str]) ->
     from secverify_dagster.resources.models.local_model import load_local_model
 
     started = time.perf_counter()
-    local = load_local_model().complete_batch(
-        [ChatRequest(requests[0].messages, {"max_tokens": 16, "temperature": 0})]
-    )
+    local = load_local_model().complete_batch([ChatRequest(requests[0].messages, {"max_tokens": 16, "temperature": 0})])
     print(f"local comparison in {time.perf_counter() - started:.1f} s")
     assert results[0].usage.prompt_tokens == local[0].usage.prompt_tokens
     assert results[0].text == local[0].text

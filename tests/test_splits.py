@@ -35,9 +35,7 @@ def test_allocate_counts_is_largest_remainder(n: int, expected: dict[str, int]) 
 
 def test_allocate_counts_survives_float_error() -> None:
     # 0.1 * 30 is 3.0000000000000004 in floating point; every part must still get exactly 3.
-    assert allocate_counts(30, {str(index): 0.1 for index in range(10)}) == {
-        str(index): 3 for index in range(10)
-    }
+    assert allocate_counts(30, {str(index): 0.1 for index in range(10)}) == {str(index): 3 for index in range(10)}
 
 
 @pytest.mark.parametrize(
@@ -59,9 +57,7 @@ def test_split_sizes_are_exact_per_stratum() -> None:
     frame = _frame({"a": 60, "b": 30, "c": 10})
     parts = stratified_split(frame, by=["group"], fractions=FRACTIONS, seed=7, id_column="id")
     assert list(parts) == ["train", "dev", "test"]
-    counts = {
-        name: dict(part.group_by("group").len().sort("group").iter_rows()) for name, part in parts.items()
-    }
+    counts = {name: dict(part.group_by("group").len().sort("group").iter_rows()) for name, part in parts.items()}
     assert counts == {
         "train": {"a": 42, "b": 21, "c": 7},
         "dev": {"a": 9, "b": 5, "c": 2},
@@ -99,9 +95,7 @@ def test_seed_changes_assignment_but_not_sizes() -> None:
 
 
 def test_adding_a_stratum_leaves_the_others_where_they_were() -> None:
-    before = stratified_split(
-        _frame({"a": 40, "b": 20}), by=["group"], fractions=FRACTIONS, seed=9, id_column="id"
-    )
+    before = stratified_split(_frame({"a": 40, "b": 20}), by=["group"], fractions=FRACTIONS, seed=9, id_column="id")
     after = stratified_split(
         _frame({"a": 40, "b": 20, "c": 13}), by=["group"], fractions=FRACTIONS, seed=9, id_column="id"
     )

@@ -27,7 +27,10 @@ def test_webserver_serves_the_lineage(tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "SECVERIFY_OUTPUTS": str(tmp_path / "outputs")}
     server = subprocess.Popen(
         [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=Path(__file__).resolve().parents[1], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 90

@@ -233,12 +233,8 @@ def _read_table(path: Path, limit: int | None) -> pl.DataFrame:
         return _read_zeek(path, limit)
     if suffix == ".csv":
         # utf8-lossy: CIC-IDS-2017 stores "Web Attack – Brute Force" in cp1252, invalid as UTF-8.
-        return pl.read_csv(
-            path, infer_schema=False, n_rows=limit, encoding="utf8-lossy", truncate_ragged_lines=True
-        )
-    raise CorpusValidationError(
-        f"{path}: unsupported file type; expected {', '.join(_TABLE_SUFFIXES)} or a Zeek log"
-    )
+        return pl.read_csv(path, infer_schema=False, n_rows=limit, encoding="utf8-lossy", truncate_ragged_lines=True)
+    raise CorpusValidationError(f"{path}: unsupported file type; expected {', '.join(_TABLE_SUFFIXES)} or a Zeek log")
 
 
 def _corpus_files(path: Path) -> list[Path]:
@@ -252,9 +248,7 @@ def _corpus_files(path: Path) -> list[Path]:
         )
         if files:
             return files
-        raise FileNotFoundError(
-            f"{path}: no corpus files ({', '.join(_TABLE_SUFFIXES + _ZEEK_SUFFIXES)}) inside"
-        )
+        raise FileNotFoundError(f"{path}: no corpus files ({', '.join(_TABLE_SUFFIXES + _ZEEK_SUFFIXES)}) inside")
     raise FileNotFoundError(f"corpus path {path} does not exist")
 
 
@@ -288,9 +282,7 @@ def _require(frame: pl.DataFrame, source: str, layout: str, required: Iterable[s
     missing = [column for column in required if column not in frame.columns]
     if missing:
         found = frame.columns[:_MAX_FOUND] + (["..."] if frame.width > _MAX_FOUND else [])
-        raise CorpusValidationError(
-            f"{source}: not the {layout} layout: missing column(s) {missing}; found {found}"
-        )
+        raise CorpusValidationError(f"{source}: not the {layout} layout: missing column(s) {missing}; found {found}")
 
 
 # --- cell parsing ---
@@ -338,9 +330,7 @@ def _number(
 
 def _scenario(family: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
     """Scenario of a malicious row from its family (case-insensitive); unknown families are other_attack."""
-    return family.str.to_lowercase().replace_strict(
-        dict(mapping), default="other_attack", return_dtype=pl.Utf8
-    )
+    return family.str.to_lowercase().replace_strict(dict(mapping), default="other_attack", return_dtype=pl.Utf8)
 
 
 def _assemble(
@@ -412,10 +402,7 @@ def _map_iot23(frame: pl.DataFrame, source: str) -> _Mapped:
     bad["proto"] = protocol.is_null()
     raw_label = _text(frame, "label").str.to_lowercase()
     label = (
-        pl.when(raw_label == "benign")
-        .then(pl.lit("Benign"))
-        .when(raw_label == "malicious")
-        .then(pl.lit("Malicious"))
+        pl.when(raw_label == "benign").then(pl.lit("Benign")).when(raw_label == "malicious").then(pl.lit("Malicious"))
     )
     bad["label"] = label.is_null()
     columns.update(_label_columns(label, _text(frame, "detailed-label"), IOT23_SCENARIOS))
@@ -437,9 +424,7 @@ def _map_cicids2017(frame: pl.DataFrame, source: str) -> _Mapped:
         "bytes_in": ("Total Length of Bwd Packets", True, 0, math.inf, False),
     }
     for target, (column, integer, low, high, micros) in numeric.items():
-        columns[target], bad[column] = _number(
-            frame, column, integer=integer, low=low, high=high, micros=micros
-        )
+        columns[target], bad[column] = _number(frame, column, integer=integer, low=low, high=high, micros=micros)
     if "Protocol" in frame.columns:
         number, bad["Protocol"] = _number(frame, "Protocol", integer=True, low=0, high=255)
         columns["protocol"] = number.replace_strict(
@@ -531,8 +516,7 @@ def _finish(
                     report.dropped[reason] = report.dropped.get(reason, 0) + count
             room = _MAX_EXAMPLES - len(report.examples)
             report.examples.extend(
-                _row_example(source, row, mapped.reasons)
-                for row in rejected.head(max(room, 0)).iter_rows(named=True)
+                _row_example(source, row, mapped.reasons) for row in rejected.head(max(room, 0)).iter_rows(named=True)
             )
             if strict:
                 raise CorpusValidationError(f"untrusted rows with strict=True: {report.summary()}")
@@ -598,9 +582,7 @@ def load_cicids2017(
     directory of them). Flow Duration is in microseconds; the real files' Infinity/NaN cells sit in rate
     columns this mapping does not use."""
     report = report if report is not None else LoadReport(source=str(path))
-    return _finish(
-        _read_files(Path(path), limit), _map_cicids2017, corpus="cic-ids-2017", report=report, strict=strict
-    )
+    return _finish(_read_files(Path(path), limit), _map_cicids2017, corpus="cic-ids-2017", report=report, strict=strict)
 
 
 def load_unswnb15(
@@ -612,9 +594,7 @@ def load_unswnb15(
     others are kept as given. This layout has no hosts, ports or timestamps, so those columns are null.
     """
     report = report if report is not None else LoadReport(source=str(path))
-    return _finish(
-        _read_files(Path(path), limit), _map_unswnb15, corpus="unsw-nb15", report=report, strict=strict
-    )
+    return _finish(_read_files(Path(path), limit), _map_unswnb15, corpus="unsw-nb15", report=report, strict=strict)
 
 
 def embedded_path() -> Path:
@@ -628,9 +608,7 @@ def load_embedded() -> pl.DataFrame:
     Loaded strictly: a shipped file with an untrusted row is a bug, not data to drop.
     """
     path = embedded_path()
-    return _finish(
-        _read_files(path, None), _map_iot23, corpus="sv-embedded", report=LoadReport(str(path)), strict=True
-    )
+    return _finish(_read_files(path, None), _map_iot23, corpus="sv-embedded", report=LoadReport(str(path)), strict=True)
 
 
 def dedupe(frame: pl.DataFrame) -> pl.DataFrame:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, ScoredSample
 
 from sv_env_network_logs import baseline, data, prompts, schema, synth, verify
-from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, ScoredSample
 
 
 class NetworkLogsEnvironment(Environment):
@@ -31,7 +31,9 @@ class NetworkLogsEnvironment(Environment):
             return data.load_embedded()
         if source == "iot23":
             iot23 = settings.get("iot23", {})
-            return data.load_iot23(iot23.get("source", "19kmunz/iot-23-preprocessed"), split=iot23.get("split", "train"))
+            return data.load_iot23(
+                iot23.get("source", "19kmunz/iot-23-preprocessed"), split=iot23.get("split", "train")
+            )
         if source in ("cicids2017", "unswnb15"):
             path = settings.get(source, {}).get("path")
             if not path:

@@ -168,9 +168,7 @@ def _cast(frame: pl.DataFrame) -> pl.DataFrame:
     """Select the schema's columns in order and cast them, naming cells a cast would turn into nulls."""
     missing = [column for column in FLOW_COLUMNS if column not in frame.columns]
     if missing:
-        raise CorpusValidationError(
-            f"invalid E1 flow frame: missing column(s) {missing}; it has {frame.columns}"
-        )
+        raise CorpusValidationError(f"invalid E1 flow frame: missing column(s) {missing}; it has {frame.columns}")
     findings: list[tuple[str, str, list[int]]] = []
     columns = []
     for column, dtype in FLOW_SCHEMA.items():
@@ -222,9 +220,7 @@ def validate_flows(frame: pl.DataFrame, *, check_hashes: bool = True) -> pl.Data
             rows = sorted({int(index) for index in group["index"].drop_nulls().to_list()})
             findings.append((column, rule, rows))
     params = typed["generator_params"]
-    bad_json = [
-        index for index, text in enumerate(params.to_list()) if text is not None and not _is_json_object(text)
-    ]
+    bad_json = [index for index, text in enumerate(params.to_list()) if text is not None and not _is_json_object(text)]
     if bad_json:
         findings.append(("generator_params", "JSON object", bad_json))
     if check_hashes and typed.height:

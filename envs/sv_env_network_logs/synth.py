@@ -417,16 +417,12 @@ def _port_scan(rng: np.random.Generator, n: int) -> Episode:
     for index in range(n):
         ts += float(rng.exponential(1.0 / rate_hz))
         roll = rng.random()
-        outcome = (
-            "open" if roll < open_share else "closed" if roll < open_share + closed_share else "filtered"
-        )
+        outcome = "open" if roll < open_share else "closed" if roll < open_share + closed_share else "filtered"
         if style == "vertical":
             host, dport = target, int(ports[index])
         else:
             host, dport = target.rsplit(".", 1)[0] + f".{int(rng.integers(1, 255))}", port
-        rows.append(
-            _probe(rng, ts, attacker, host, dport, outcome, family=f"PortScan-{style}", scenario="port_scan")
-        )
+        rows.append(_probe(rng, ts, attacker, host, dport, outcome, family=f"PortScan-{style}", scenario="port_scan"))
     params = {
         "n": n,
         "style": style,
@@ -702,9 +698,7 @@ PLAYBOOKS: dict[str, Callable[[int, int], pl.DataFrame]] = {
 # --- perturbation of real flows ---
 
 
-def _new_address(
-    rng: np.random.Generator, address: ipaddress.IPv4Address | ipaddress.IPv6Address
-) -> str | None:
+def _new_address(rng: np.random.Generator, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     """A random address playing the same role: same private block, or a documentation address for public ones.
 
     None keeps the original: loopback, link-local, multicast, unspecified and broadcast-like addresses carry
@@ -748,9 +742,7 @@ def _address_map(rng: np.random.Generator, addresses: list[str]) -> dict[str, st
     return mapping
 
 
-def _jitter(
-    rng: np.random.Generator, value: int | float | None, noise: float, *, integer: bool
-) -> int | float | None:
+def _jitter(rng: np.random.Generator, value: int | float | None, noise: float, *, integer: bool) -> int | float | None:
     """value scaled by a factor in [1 - noise, 1 + noise]; zero stays zero and a positive count stays >= 1."""
     if value is None:
         return None
@@ -801,9 +793,7 @@ def perturb(frame: pl.DataFrame, seed: int, *, noise: float = 0.1, swap_ips: boo
             generator_seed=seed,
         )
         rows.append(new)
-    schema = {
-        column: FLOW_SCHEMA[column] for column in FLOW_COLUMNS if column not in ("flow_id", "content_hash")
-    }
+    schema = {column: FLOW_SCHEMA[column] for column in FLOW_COLUMNS if column not in ("flow_id", "content_hash")}
     perturbed = with_content_hash(pl.DataFrame(rows, schema=schema))
     return validate_flows(perturbed.unique("content_hash", keep="first", maintain_order=True))
 
@@ -873,9 +863,7 @@ def generate(
     parts: list[pl.DataFrame] = []
     for label, quota in (("Benign", n - n_malicious), ("Malicious", n_malicious)):
         candidates = pool.filter(pl.col("label") == label) if pool is not None else None
-        n_perturbed = (
-            math.floor(quota * perturb_share + 0.5) if candidates is not None and candidates.height else 0
-        )
+        n_perturbed = math.floor(quota * perturb_share + 0.5) if candidates is not None and candidates.height else 0
         if n_perturbed:
             parts.append(_fill(n_perturbed, lambda k, c=candidates: _perturbed_rows(c, k, rng), seen))
         rest = quota - n_perturbed

@@ -81,18 +81,14 @@ class JsonCache:
             if key is None:
                 cursor = self._db.execute("DELETE FROM cache WHERE namespace = ?", (namespace,))
             else:
-                cursor = self._db.execute(
-                    "DELETE FROM cache WHERE namespace = ? AND key = ?", (namespace, key)
-                )
+                cursor = self._db.execute("DELETE FROM cache WHERE namespace = ? AND key = ?", (namespace, key))
             return cursor.rowcount
 
     def count(self, namespace: str | None = None) -> int:
         with self._lock:
             if namespace is None:
                 return int(self._db.execute("SELECT COUNT(*) FROM cache").fetchone()[0])
-            return int(
-                self._db.execute("SELECT COUNT(*) FROM cache WHERE namespace = ?", (namespace,)).fetchone()[0]
-            )
+            return int(self._db.execute("SELECT COUNT(*) FROM cache WHERE namespace = ?", (namespace,)).fetchone()[0])
 
     def namespaces(self) -> Iterator[str]:
         with self._lock:

@@ -35,7 +35,10 @@ class DetectionTask:
         if label == ABSTAIN:
             return Outcome(truth=truth, prediction=None, abstained=True, confidence=float(parsed["confidence"]))
         return Outcome(
-            truth=truth, prediction=label == self.positive_label, abstained=False, confidence=float(parsed["confidence"])
+            truth=truth,
+            prediction=label == self.positive_label,
+            abstained=False,
+            confidence=float(parsed["confidence"]),
         )
 
     def components(self, truth_label: str, parsed: ParseResult) -> dict[str, float]:
@@ -62,7 +65,5 @@ class DetectionTask:
             name: (sum(float(r["components"].get(name, 0.0)) for r in records) / len(records) if records else None)
             for name in self.weights.weights
         }
-        metrics["format_errors"] = dict(
-            sorted(Counter(str(r["error"]) for r in records if r.get("error")).items())
-        )
+        metrics["format_errors"] = dict(sorted(Counter(str(r["error"]) for r in records if r.get("error")).items()))
         return metrics

@@ -27,7 +27,9 @@ class CostTable:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> CostTable:
-        return cls(miss=float(config["miss"]), false_alarm=float(config["false_alarm"]), abstain=float(config["abstain"]))
+        return cls(
+            miss=float(config["miss"]), false_alarm=float(config["false_alarm"]), abstain=float(config["abstain"])
+        )
 
     def cost(self, truth: bool, prediction: bool | None, *, abstained: bool) -> float:
         """Cost of one outcome; prediction None without abstention is a format failure, costed as a wrong answer."""

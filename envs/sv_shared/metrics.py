@@ -64,9 +64,7 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return None if denominator == 0 else numerator / denominator
 
 
-def _reliability(
-    calibrated: Sequence[tuple[float, bool]], n_bins: int
-) -> tuple[list[dict[str, Any]], float | None]:
+def _reliability(calibrated: Sequence[tuple[float, bool]], n_bins: int) -> tuple[list[dict[str, Any]], float | None]:
     """Equal-width reliability bins over [0, 1] and the ECE they imply.
 
     Bin i covers [i/n_bins, (i+1)/n_bins); a confidence of exactly 1.0 falls in the last bin. Membership is
@@ -129,9 +127,7 @@ def _downsample(points: list[dict[str, float]]) -> list[dict[str, float]]:
     return [points[(i * (count - 1)) // steps] for i in range(steps)] + [points[-1]]
 
 
-def classification_metrics(
-    outcomes: Sequence[Outcome], *, costs: CostTable, n_bins: int = 10
-) -> dict[str, Any]:
+def classification_metrics(outcomes: Sequence[Outcome], *, costs: CostTable, n_bins: int = 10) -> dict[str, Any]:
     """Every metric of a binary classifier that may abstain: accuracy, PR/F1, error rates, calibration, AURC.
 
     Conventions (so every environment reports the same numbers):
@@ -188,9 +184,7 @@ def classification_metrics(
         "ece": ece,
         "reliability_bins": bins,
         "brier": brier,
-        "cost_weighted_error": mean_or_none(
-            costs.cost(o.truth, o.prediction, abstained=o.abstained) for o in outcomes
-        ),
+        "cost_weighted_error": mean_or_none(costs.cost(o.truth, o.prediction, abstained=o.abstained) for o in outcomes),
         "aurc": aurc,
         "risk_coverage": curve,
     }

@@ -162,4 +162,6 @@ class JsonClassificationParser:
             rationale = ""
         if not isinstance(rationale, str):
             return ParseResult(None, FormatError.RATIONALE_NOT_STRING)
-        return ParseResult({self.label_field: label, self.confidence_field: confidence, self.rationale_field: rationale})
+        return ParseResult(
+            {self.label_field: label, self.confidence_field: confidence, self.rationale_field: rationale}
+        )

@@ -31,9 +31,7 @@ def _no_data(axes: Any) -> None:
     axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes, color="grey")
 
 
-def plot_reliability(
-    bins_by_model: Mapping[str, Sequence[Mapping[str, Any]]], path: Path, *, title: str
-) -> Path:
+def plot_reliability(bins_by_model: Mapping[str, Sequence[Mapping[str, Any]]], path: Path, *, title: str) -> Path:
     """Reliability diagram: accuracy against mean confidence per bin for each model, with bin counts below.
 
     Takes the reliability_bins of classification_metrics; empty bins (None accuracy or confidence) are skipped
@@ -41,9 +39,7 @@ def plot_reliability(
     """
     figure = Figure(figsize=(7.0, 7.0))
     upper, lower = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    upper.plot(
-        [0.0, 1.0], [0.0, 1.0], linestyle="--", color="grey", linewidth=1.0, label="perfect calibration"
-    )
+    upper.plot([0.0, 1.0], [0.0, 1.0], linestyle="--", color="grey", linewidth=1.0, label="perfect calibration")
     models = list(bins_by_model)
     width_share = 0.8 / max(1, len(models))
     for position, model in enumerate(models):
@@ -57,8 +53,7 @@ def plot_reliability(
         )
         # Grouped count bars: each model gets a slice of every bin's width.
         lefts = [
-            float(b["lower"]) + (float(b["upper"]) - float(b["lower"])) * (0.1 + position * width_share)
-            for b in bins
+            float(b["lower"]) + (float(b["upper"]) - float(b["lower"])) * (0.1 + position * width_share) for b in bins
         ]
         widths = [(float(b["upper"]) - float(b["lower"])) * width_share for b in bins]
         counts = [int(b.get("count") or 0) for b in bins]

@@ -82,9 +82,7 @@ def stratified_split(
     if frame[id_column].null_count():
         raise ValueError(f"cannot split: id column {id_column!r} has null values")
     if frame[id_column].is_duplicated().any():
-        duplicates = (
-            frame.filter(pl.col(id_column).is_duplicated())[id_column].unique().sort().head(5).to_list()
-        )
+        duplicates = frame.filter(pl.col(id_column).is_duplicated())[id_column].unique().sort().head(5).to_list()
         raise ValueError(f"cannot split: id column {id_column!r} is not unique (e.g. {duplicates})")
 
     ordered = frame.sort(id_column)
@@ -102,6 +100,4 @@ def stratified_split(
             assignment[shuffled[start : start + count]] = index
             start += count
     parts = ordered.with_columns(pl.Series("__split", assignment))
-    return {
-        name: parts.filter(pl.col("__split") == index).drop("__split") for index, name in enumerate(names)
-    }
+    return {name: parts.filter(pl.col("__split") == index).drop("__split") for index, name in enumerate(names)}

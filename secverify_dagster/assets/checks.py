@@ -1,16 +1,15 @@
 """Asset checks on every environment's datasets: schema, label balance, duplicates, split leakage."""
 
-
 from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
+from sv_shared.contracts import Environment
+from sv_shared.datasets import read_dataset, value_counts
 
 from secverify_dagster.assets.corpora import SPLITS, curated_key, synthetic_key
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
-from sv_shared.contracts import Environment
-from sv_shared.datasets import read_dataset, value_counts
 
 
 def _latest_synthetic(directory: Path) -> Path:
@@ -51,8 +50,11 @@ def _duplicates_result(env: Environment, frames: dict[str, pl.DataFrame]) -> dg.
     duplicate_ids = combined.height - combined[env.id_column].n_unique()
     return dg.AssetCheckResult(
         passed=duplicate_hashes == 0 and duplicate_ids == 0,
-        metadata={"duplicate_content_hashes": duplicate_hashes, "duplicate_ids": duplicate_ids,
-                  "rows": combined.height},
+        metadata={
+            "duplicate_content_hashes": duplicate_hashes,
+            "duplicate_ids": duplicate_ids,
+            "rows": combined.height,
+        },
     )
 
 
@@ -60,8 +62,7 @@ CheckBody = Callable[[Environment, dict[str, pl.DataFrame]], dg.AssetCheckResult
 _CHECKS: dict[str, tuple[str, CheckBody]] = {
     "schema": ("Every row satisfies the environment's pandera schema.", _schema_result),
     "label_balance": ("Each label holds at least checks.min_class_share of every split.", _balance_result),
-    "no_duplicates": ("No content hash or id occurs twice, within or across splits (no leakage).",
-                      _duplicates_result),
+    "no_duplicates": ("No content hash or id occurs twice, within or across splits (no leakage).", _duplicates_result),
 }
 
 

@@ -3,16 +3,15 @@
 Built by a factory over the environment contract, so each environment gets the same lineage and checks.
 """
 
-
 from datetime import UTC, datetime
 
 import dagster as dg
 import polars as pl
-
-from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
 from sv_shared.datasets import read_dataset, value_counts, write_dataset
 from sv_shared.hashing import frame_hash
+
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 
 SPLITS = ("train", "dev", "test")
 
@@ -96,8 +95,13 @@ def build_curated_asset(env: Environment) -> dg.AssetsDefinition:
         frames = [read_dataset(raw_dir / f"{source}.parquet") for source in train_sources]
         splits = env.curate(frames, seed=config.seed)
         out_dir = artifacts.datasets(env.env_id) / "curated"
-        provenance = {"env": env.env_id, "kind": "curated", "train_sources": train_sources, "seed": config.seed,
-                      "input_hashes": {s: frame_hash(f) for s, f in zip(train_sources, frames, strict=True)}}
+        provenance = {
+            "env": env.env_id,
+            "kind": "curated",
+            "train_sources": train_sources,
+            "seed": config.seed,
+            "input_hashes": {s: frame_hash(f) for s, f in zip(train_sources, frames, strict=True)},
+        }
         metadata: dict[str, dg.RawMetadataValue] = {
             "train_sources": dg.MetadataValue.json(train_sources),
             "ood_sources": dg.MetadataValue.json(ood_sources),
@@ -111,13 +115,15 @@ def build_curated_asset(env: Environment) -> dg.AssetsDefinition:
         if ood_sources:
             ood = env.curate([read_dataset(raw_dir / f"{s}.parquet") for s in ood_sources], seed=config.seed)
             ood_frame = pl.concat([ood[split] for split in SPLITS])
-            artifact = write_dataset(ood_frame, out_dir / "ood_test.parquet",
-                                     {**provenance, "split": "ood_test", "ood_sources": ood_sources})
+            artifact = write_dataset(
+                ood_frame, out_dir / "ood_test.parquet", {**provenance, "split": "ood_test", "ood_sources": ood_sources}
+            )
             metadata["ood_test_rows"] = artifact.rows
             metadata["ood_test_hash"] = artifact.hash
         metadata["path"] = dg.MetadataValue.path(str(out_dir))
-        context.log.info(f"curated splits from {train_sources}: " + ", ".join(
-            f"{split}={splits[split].height}" for split in SPLITS))
+        context.log.info(
+            f"curated splits from {train_sources}: " + ", ".join(f"{split}={splits[split].height}" for split in SPLITS)
+        )
         return dg.MaterializeResult(metadata=metadata)
 
     return curated_splits
@@ -148,20 +154,31 @@ def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
         frame = env.synthesize(n, seed=seed, base=base)
         date = datetime.now(UTC).strftime("%Y-%m-%d")
         path = artifacts.datasets(env.env_id) / "synthetic" / date / "synthetic.parquet"
-        artifact = write_dataset(frame, path, {
-            "env": env.env_id, "kind": "synthetic", "n": n, "seed": seed, "base_hash": frame_hash(base),
-            "verifier_version": env.verifier_version, "generators": value_counts(frame, "generator"),
-        })
+        artifact = write_dataset(
+            frame,
+            path,
+            {
+                "env": env.env_id,
+                "kind": "synthetic",
+                "n": n,
+                "seed": seed,
+                "base_hash": frame_hash(base),
+                "verifier_version": env.verifier_version,
+                "generators": value_counts(frame, "generator"),
+            },
+        )
         context.log.info(f"synthetic: {artifact.rows} rows → {path}")
-        return dg.MaterializeResult(metadata={
-            "path": dg.MetadataValue.path(str(path)),
-            "rows": artifact.rows,
-            "dataset_hash": artifact.hash,
-            "seed": seed,
-            **_label_metadata(frame),
-            "generators": dg.MetadataValue.json(value_counts(frame, "generator")),
-            "preview": _preview(frame),
-        })
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(path)),
+                "rows": artifact.rows,
+                "dataset_hash": artifact.hash,
+                "seed": seed,
+                **_label_metadata(frame),
+                "generators": dg.MetadataValue.json(value_counts(frame, "generator")),
+                "preview": _preview(frame),
+            }
+        )
 
     return synthetic
 

@@ -1,14 +1,13 @@
 """eval_results: one environment × one model per partition, written by the eval runner as a run folder."""
 
-
 import dagster as dg
+from sv_shared.datasets import read_dataset
+from sv_shared.registry import EnvironmentNotAvailable, get_environment, implemented_env_ids
 
 from secverify_dagster.assets.corpora import curated_key
 from secverify_dagster.partitions import eval_partitions
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
-from sv_shared.datasets import read_dataset
-from sv_shared.registry import EnvironmentNotAvailable, get_environment, implemented_env_ids
 
 EVAL_RESULTS = dg.AssetKey("eval_results")
 
@@ -47,8 +46,13 @@ def eval_results(
     if not reach.ok:
         # A model that cannot run here is skipped with its reason: no materialization, no score.
         context.log.warning(f"skipped {model_id} on {env_id}: {reach.reason}")
-        context.log_event(dg.AssetObservation(asset_key=EVAL_RESULTS, partition=context.partition_key,
-                                              metadata={"status": "skipped", "reason": reach.reason}))
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=EVAL_RESULTS,
+                partition=context.partition_key,
+                metadata={"status": "skipped", "reason": reach.reason},
+            )
+        )
         return
     path = artifacts.datasets(env_id) / "curated" / f"{config.split}.parquet"
     dataset = EvalDataset(frame=read_dataset(path), source=str(path), split=config.split)

@@ -1,14 +1,13 @@
 """Per-environment reports over the latest eval results of every model."""
 
-
 from datetime import UTC, datetime
 
 import dagster as dg
+from sv_shared.contracts import Environment
 
 from secverify_dagster.assets.evals import EVAL_RESULTS
 from secverify_dagster.reports import build_report
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
-from sv_shared.contracts import Environment
 
 
 def report_key(env_id: str) -> dg.AssetKey:
@@ -27,12 +26,14 @@ def build_report_asset(env: Environment) -> dg.AssetsDefinition:
         out_dir = artifacts.reports(env.env_id) / datetime.now(UTC).strftime("%Y-%m-%d")
         result = build_report(env, artifacts.evals(), out_dir)
         context.log.info(f"report for {result.models} → {result.markdown_path}")
-        return dg.MaterializeResult(metadata={
-            "report": dg.MetadataValue.path(str(result.markdown_path)),
-            "models": dg.MetadataValue.json(result.models),
-            "excluded": dg.MetadataValue.json(result.excluded),
-            "dataset_hash": result.dataset_hash or "",
-            "markdown": dg.MetadataValue.md(result.markdown_path.read_text(encoding="utf-8")),
-        })
+        return dg.MaterializeResult(
+            metadata={
+                "report": dg.MetadataValue.path(str(result.markdown_path)),
+                "models": dg.MetadataValue.json(result.models),
+                "excluded": dg.MetadataValue.json(result.excluded),
+                "dataset_hash": result.dataset_hash or "",
+                "markdown": dg.MetadataValue.md(result.markdown_path.read_text(encoding="utf-8")),
+            }
+        )
 
     return report

@@ -1,13 +1,12 @@
 """Dagster resources: the model registry, the artifact store and the response cache, injected into assets."""
 
-
 from pathlib import Path
 
 import dagster as dg
-
-from secverify_dagster.resources.models import ModelSpec, Reachability, load_registry, reachability
 from sv_shared.cache import JsonCache
 from sv_shared.config import outputs_dir
+
+from secverify_dagster.resources.models import ModelSpec, Reachability, load_registry, reachability
 
 
 class ModelRegistryResource(dg.ConfigurableResource):

@@ -85,9 +85,7 @@ def convert_messages(messages: Sequence[dict[str, Any]]) -> tuple[str | None, li
                     parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
                 except ValueError:
                     parsed = {"_raw": arguments}
-                blocks.append(
-                    {"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": parsed}
-                )
+                blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": parsed})
             add("assistant", blocks)
         elif role == "tool":
             add(
@@ -101,9 +99,7 @@ def convert_messages(messages: Sequence[dict[str, Any]]) -> tuple[str | None, li
                 ],
             )
         else:
-            raise ProviderError(
-                f"unsupported message role {role!r} for the Anthropic API", kind="bad_request"
-            )
+            raise ProviderError(f"unsupported message role {role!r} for the Anthropic API", kind="bad_request")
     return ("\n\n".join(part for part in system if part) or None), out
 
 

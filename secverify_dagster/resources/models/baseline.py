@@ -37,6 +37,4 @@ class BaselineProvider:
             raise ProviderError(
                 f"baseline {self.spec.id} returned {type(text).__name__}, expected str", kind="baseline"
             )
-        return Completion(
-            text=text, usage=Usage(), latency_s=time.perf_counter() - started, finish_reason="stop"
-        )
+        return Completion(text=text, usage=Usage(), latency_s=time.perf_counter() - started, finish_reason="stop")

@@ -91,8 +91,7 @@ class ModelClient:
     def __repr__(self) -> str:
         return f"ModelClient(id={self.spec.id!r}, provider={self.spec.provider!r}, model={self.spec.model!r})"
 
-    # -- accounting
-    # ----------------------------------------------------------------------------------------------
+    # -- accounting ----------------------------------------------------------------------------------
     @property
     def stats(self) -> dict[str, Any]:
         """Totals since the client was opened; tokens, cost and latency count fresh calls only."""
@@ -136,8 +135,7 @@ class ModelClient:
         self._add(cache_hits=1)
         return dataclasses.replace(completion, cached=True, cost_usd=0.0)
 
-    # -- public API
-    # ----------------------------------------------------------------------------------------------
+    # -- public API ----------------------------------------------------------------------------------
     def complete_many(self, requests: Sequence[ChatRequest]) -> list[Result]:
         """One Completion or ProviderError per request, in request order. Blocks until all are done."""
         try:
@@ -193,8 +191,7 @@ class ModelClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- execution modes
-    # -----------------------------------------------------------------------------------------
+    # -- execution modes -----------------------------------------------------------------------------
     def _run_inline(self, requests: Sequence[ChatRequest]) -> list[Result]:
         results: list[Result] = []
         for request in requests:

@@ -79,8 +79,7 @@ class LocalModel:
     def __repr__(self) -> str:
         return f"LocalModel({self.source!r}, device={self.device!r})"
 
-    # -- prompts
-    # -------------------------------------------------------------------------------------------------
+    # -- prompts -------------------------------------------------------------------------------------
     def prompt_text(self, request: ChatRequest) -> str:
         kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
         if request.tools:
@@ -90,8 +89,7 @@ class LocalModel:
     def prompt_ids(self, request: ChatRequest) -> list[int]:
         return self.tokenizer(self.prompt_text(request), add_special_tokens=False)["input_ids"]
 
-    # -- batching
-    # ------------------------------------------------------------------------------------------------
+    # -- batching ------------------------------------------------------------------------------------
     def plan_batches(self, requests: Sequence[ChatRequest], batch_size: int) -> list[list[int]]:
         """Indices grouped so a batch shares generation settings and similar prompt lengths (less padding)."""
         lengths = [len(self.prompt_ids(request)) for request in requests]
@@ -101,9 +99,7 @@ class LocalModel:
         batches: list[list[int]] = []
         for indices in groups.values():
             ordered = sorted(indices, key=lambda i: lengths[i])
-            batches.extend(
-                ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)
-            )
+            batches.extend(ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size))
         return batches
 
     @staticmethod
@@ -153,9 +149,7 @@ class LocalModel:
                 devices = [torch.cuda.current_device()] if self.device.startswith("cuda") else []
                 with torch.random.fork_rng(devices=devices):
                     torch.manual_seed(int(requests[0].seed))
-                    output = self.model.generate(
-                        input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs
-                    )
+                    output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs)
             else:
                 output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs)
         latency = (time.perf_counter() - started) / len(requests)
@@ -256,9 +250,7 @@ def export_hf_folder(dest: Path, source: str = DEFAULT_SOURCE) -> Path:
     missing, unexpected = fresh.load_state_dict(loaded.model.state_dict(), strict=False)
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
-        raise RuntimeError(
-            f"state dict mismatch exporting {source}: missing {missing}, unexpected {unexpected}"
-        )
+        raise RuntimeError(f"state dict mismatch exporting {source}: missing {missing}, unexpected {unexpected}")
     fresh.generation_config = loaded.model.generation_config
     fresh.eval()
 

@@ -38,19 +38,13 @@ class LocalTransformersProvider:
             model = self.model()
             batches = model.plan_batches(requests, self.spec.batch_size)
         except Exception as exc:
-            error = ProviderError(
-                f"{self.spec.id}: local model unavailable: {type(exc).__name__}: {exc}", kind="local"
-            )
+            error = ProviderError(f"{self.spec.id}: local model unavailable: {type(exc).__name__}: {exc}", kind="local")
             on_batch(list(range(len(requests))), [error] * len(requests))
             return
         for indices in batches:
             try:
-                results: list[Completion | ProviderError] = list(
-                    model.generate_batch([requests[i] for i in indices])
-                )
+                results: list[Completion | ProviderError] = list(model.generate_batch([requests[i] for i in indices]))
             except Exception as exc:
-                error = ProviderError(
-                    f"{self.spec.id}: generation failed: {type(exc).__name__}: {exc}", kind="local"
-                )
+                error = ProviderError(f"{self.spec.id}: generation failed: {type(exc).__name__}: {exc}", kind="local")
                 results = [error] * len(indices)
             on_batch(indices, results)

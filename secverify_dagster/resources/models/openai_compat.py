@@ -70,9 +70,7 @@ def is_reasoning_model(model: str) -> bool:
 
 def build_request_kwargs(spec: ModelSpec, request: ChatRequest) -> dict[str, Any]:
     """Keyword arguments for chat.completions.create from a request whose params are already merged."""
-    params = {
-        key: value for key, value in request.params.items() if key not in _LOCAL_ONLY and value is not None
-    }
+    params = {key: value for key, value in request.params.items() if key not in _LOCAL_ONLY and value is not None}
     kwargs: dict[str, Any] = {"model": spec.model, "messages": request.messages, "seed": request.seed}
     if request.tools:
         kwargs["tools"] = request.tools
@@ -131,9 +129,7 @@ def redact(text: str, secret: str | None) -> str:
     return text
 
 
-def _status_error(
-    status: int, message: str, headers: Mapping[str, str] | None, body: object
-) -> ProviderError:
+def _status_error(status: int, message: str, headers: Mapping[str, str] | None, body: object) -> ProviderError:
     code = None
     if isinstance(body, Mapping):
         error = body.get("error", body)
@@ -199,9 +195,7 @@ class OpenAISession:
         self._openai = openai
         self.spec = spec
         self._secret = api_key
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=spec.timeout_s
-        )
+        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=spec.timeout_s)
 
     def __repr__(self) -> str:
         return f"OpenAISession(model={self.spec.model!r})"
@@ -221,9 +215,7 @@ class OpenAISession:
         usage = getattr(response, "usage", None)
         return Completion(
             text=choice.message.content or "",
-            usage=Usage(
-                int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
-            ),
+            usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)),
             latency_s=latency,
             tool_calls=_tool_calls(choice.message),
             finish_reason=choice.finish_reason,
@@ -259,9 +251,7 @@ class OpenAICompatProvider:
         """Read the key and endpoint now (call time) and open an SDK client; ProviderError if unusable."""
         base_url = resolve_base_url(self.spec)
         if self.spec.provider == "openai_compatible" and not base_url:
-            hint = (
-                f"set {self.spec.base_url_env}" if self.spec.base_url_env else "set base_url in the registry"
-            )
+            hint = f"set {self.spec.base_url_env}" if self.spec.base_url_env else "set base_url in the registry"
             raise ProviderError(
                 f"no endpoint for {self.spec.id}: {hint} to a vLLM/OpenAI-compatible server",
                 kind="unreachable",

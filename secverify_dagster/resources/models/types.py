@@ -146,9 +146,7 @@ class Price(dict):
         return self["output_per_mtok"]
 
     def cost(self, usage: Usage) -> float:
-        return (
-            usage.prompt_tokens * self.input_per_mtok + usage.completion_tokens * self.output_per_mtok
-        ) / 1e6
+        return (usage.prompt_tokens * self.input_per_mtok + usage.completion_tokens * self.output_per_mtok) / 1e6
 
 
 @dataclass(frozen=True)
