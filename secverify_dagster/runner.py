@@ -13,6 +13,7 @@ run and finishes the missing samples only.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -197,7 +198,7 @@ class EvalRunner:
 
     def fingerprint(self, dataset: EvalDataset, items: Sequence[Item], seed: int, params: Mapping[str, Any]) -> dict:
         """Everything that determines the results; the run id is its hash."""
-        return {
+        fingerprint = {
             "env": self.env.env_id,
             "verifier_version": self.env.verifier_version,
             "config": self.env.config,
@@ -207,6 +208,11 @@ class EvalRunner:
             "item_ids": [item[self.env.id_column] for item in items],
             "seed": seed,
         }
+        if self.spec.provider == "baseline" and self.spec.id in self.env.baselines():
+            # A rule baseline is code: editing its rules must start a new run, not resume the old one.
+            module = inspect.getmodule(self.env.baselines()[self.spec.id])
+            fingerprint["baseline_source"] = sha256_hex(inspect.getsource(module))[:16] if module else None
+        return fingerprint
 
     def run(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -166,3 +167,11 @@ def test_unreachable_model_is_skipped_with_a_reason(tmp_path: Path, dataset, mon
     assert outcome.status == "skipped"
     assert "OPENAI_API_KEY" in (outcome.reason or "")
     assert not any(tmp_path.iterdir())
+
+
+def test_editing_a_baseline_starts_a_new_run(tmp_path: Path, dataset, monkeypatch) -> None:
+    first = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path).run(dataset, n=5, seed=42)
+    real_getsource = inspect.getsource
+    monkeypatch.setattr(inspect, "getsource", lambda obj: real_getsource(obj) + "\n# edited rules\n")
+    second = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path).run(dataset, n=5, seed=42)
+    assert first.run_dir != second.run_dir
