@@ -83,7 +83,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if outcome.status == "skipped":
                 _print(f"  skipped: {outcome.reason}")
                 continue
-            for line in summary_lines(outcome.summary["metrics"]):
+            for line in summary_lines(env, outcome.summary["metrics"]):
                 _print(f"  {line}")
             _print(f"  status {outcome.status} · run folder {outcome.run_dir}")
             failures += outcome.status != "complete"
@@ -121,7 +121,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     with out.open("w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    for line in summary_lines(metrics):
+    for line in summary_lines(env, metrics):
         _print(line)
     _print(f"{len(records)} scored samples → {out}")
     if args.summary:

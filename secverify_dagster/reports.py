@@ -37,8 +37,7 @@ class RunView:
 class Report:
     markdown_path: Path
     json_path: Path
-    reliability_path: Path
-    risk_coverage_path: Path
+    plots: list[Path]
     dataset_hash: str | None
     models: list[str]
     excluded: dict[str, str]
@@ -91,21 +90,17 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def _metrics_table(runs: Sequence[RunView]) -> list[str]:
-    header = (
-        "| model | n | reward [95% CI] | accuracy | F1 | FNR | FPR | abstain | format fail | ECE | Brier | "
-        "AURC | cost-wtd error | cost USD |"
-    )
-    lines = [header, "|" + "---|" * 14]
+def _metrics_table(env: Environment, runs: Sequence[RunView]) -> list[str]:
+    columns = env.report_columns()
+    header = "| model | n | reward [95% CI] | " + " | ".join(name for name, _ in columns) + " | cost USD |"
+    lines = [header, "|" + "---|" * (len(columns) + 4)]
     for run in runs:
         m = run.metrics
         reward = m["reward"]
+        values = " | ".join(_fmt(m.get(key)) for _, key in columns)
         lines.append(
             f"| {run.model_id} | {m['n']} | {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, "
-            f"{_fmt(reward['ci_high'])}] | {_fmt(m['accuracy'])} | {_fmt(m['f1'])} | {_fmt(m['fnr'])} | "
-            f"{_fmt(m['fpr'])} | {_fmt(m['abstention_rate'])} | {_fmt(m['format_failure_rate'])} | "
-            f"{_fmt(m['ece'])} | {_fmt(m['brier'])} | {_fmt(m['aurc'])} | {_fmt(m['cost_weighted_error'])} | "
-            f"{run.metadata.get('cost_usd', 0.0):.4f} |"
+            f"{_fmt(reward['ci_high'])}] | {values} | {run.metadata.get('cost_usd', 0.0):.4f} |"
         )
     return lines
 
@@ -125,17 +120,24 @@ def paired_comparisons(runs: Sequence[RunView], *, seed: int = 42) -> list[dict[
 def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int = 42) -> Report:
     runs, excluded = collect_runs(evals_root, env)
     out_dir.mkdir(parents=True, exist_ok=True)
-    reliability = plot_reliability(
-        {run.model_id: run.metrics["reliability_bins"] for run in runs},
-        out_dir / "reliability.png",
-        title=f"{env.name}: reliability",
-    )
-    risk_coverage = plot_risk_coverage(
-        {run.model_id: run.metrics["risk_coverage"] for run in runs},
-        out_dir / "risk_coverage.png",
-        title=f"{env.name}: risk–coverage",
-        aurc_by_model={run.model_id: run.metrics["aurc"] for run in runs},
-    )
+    calibrated = [run for run in runs if "reliability_bins" in run.metrics]
+    plots: list[Path] = []
+    if calibrated or not runs:
+        plots.append(
+            plot_reliability(
+                {run.model_id: run.metrics["reliability_bins"] for run in calibrated},
+                out_dir / "reliability.png",
+                title=f"{env.name}: reliability",
+            )
+        )
+        plots.append(
+            plot_risk_coverage(
+                {run.model_id: run.metrics["risk_coverage"] for run in calibrated},
+                out_dir / "risk_coverage.png",
+                title=f"{env.name}: risk–coverage",
+                aurc_by_model={run.model_id: run.metrics["aurc"] for run in calibrated},
+            )
+        )
     comparisons = paired_comparisons(runs, seed=seed)
     dataset = runs[0].metadata["dataset"] if runs else None
     lines = [
@@ -153,7 +155,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             "",
             "## Results",
             "",
-            *_metrics_table(runs),
+            *_metrics_table(env, runs),
             "",
             "Reward: mean with a 95% bootstrap CI. ECE: 10 equal-width bins over answered items. "
             "AURC: area under the risk–coverage curve (lower is better).",
@@ -171,18 +173,11 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
         else:
             lines.append("Only one model has a complete run; nothing to compare.")
         lines += ["", "## Format failures", ""]
-        lines += [f"- {run.model_id}: {json.dumps(run.metrics['format_errors']) or '{}'}" for run in runs]
-        lines += [
-            "",
-            "## Calibration",
-            "",
-            f"![reliability]({reliability.name})",
-            "",
-            f"![risk–coverage]({risk_coverage.name})",
-            "",
-            "## Provenance",
-            "",
-        ]
+        lines += [f"- {run.model_id}: {json.dumps(run.metrics.get('format_errors', {}))}" for run in runs]
+        if plots:
+            lines += ["", "## Calibration", ""]
+            lines += [line for plot in plots for line in (f"![{plot.stem}]({plot.name})", "")]
+        lines += ["", "## Provenance", ""]
         lines += [
             f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata['code_version'][:12]}` · "
             f"model `{run.metadata['model']['model']}` · generation `{json.dumps(run.metadata['generation'])}`"
@@ -213,20 +208,18 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
     return Report(
         markdown,
         json_path,
-        reliability,
-        risk_coverage,
+        plots,
         dataset["hash"] if dataset else None,
         [run.model_id for run in runs],
         excluded,
     )
 
 
-def summary_lines(metrics: Mapping[str, Any]) -> list[str]:
-    """A short human summary of a run's metrics, for the CLI."""
+def summary_lines(env: Environment, metrics: Mapping[str, Any]) -> list[str]:
+    """A short human summary of a run's metrics, for the CLI: reward, the env's headline metrics, format failures."""
     reward = metrics["reward"]
+    headline = "  ".join(f"{name} {_fmt(metrics.get(key))}" for name, key in env.report_columns())
     return [
-        f"reward {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, {_fmt(reward['ci_high'])}]  "
-        f"accuracy {_fmt(metrics['accuracy'])}  F1 {_fmt(metrics['f1'])}  FNR {_fmt(metrics['fnr'])}",
-        f"ECE {_fmt(metrics['ece'])}  Brier {_fmt(metrics['brier'])}  abstain {_fmt(metrics['abstention_rate'])}  "
-        f"format failures {_fmt(metrics['format_failure_rate'])} {json.dumps(metrics['format_errors'])}",
+        f"reward {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, {_fmt(reward['ci_high'])}]  {headline}",
+        f"format failures: {json.dumps(metrics.get('format_errors', {}))}",
     ]

@@ -77,5 +77,19 @@ class NetworkLogsEnvironment(Environment):
         truths = {item_id: item["label"] for item_id, item in items.items()}
         return self.task.aggregate(records, truths, seed=int(self.config.get("eval", {}).get("seed", 42)))
 
+    def report_columns(self) -> list[tuple[str, str]]:
+        return [
+            ("accuracy", "accuracy"),
+            ("F1", "f1"),
+            ("FNR", "fnr"),
+            ("FPR", "fpr"),
+            ("abstain", "abstention_rate"),
+            ("format fail", "format_failure_rate"),
+            ("ECE", "ece"),
+            ("Brier", "brier"),
+            ("AURC", "aurc"),
+            ("cost-wtd error", "cost_weighted_error"),
+        ]
+
     def baselines(self) -> dict[str, Baseline]:
         return {"heuristic": baseline.heuristic_answer}

@@ -113,6 +113,10 @@ class Environment(ABC):
     def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
         """Metrics over scored records (as written to results.jsonl) and the items they answer."""
 
+    def report_columns(self) -> list[tuple[str, str]]:
+        """(header, metric key) pairs that reports and the CLI show for this environment, after the reward."""
+        return []
+
     def baselines(self) -> dict[str, Baseline]:
         """Rule baselines this environment offers, by registry model id."""
         return {}
