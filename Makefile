@@ -16,6 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 MODELS ?= smollm2-135m-instruct heuristic
 N ?= 32
 SEED ?= 42
+INCLUDE_TOOLS ?= false
 
 .PHONY: setup system-packages run test test-fast dev lint bench report models clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 
@@ -65,7 +66,7 @@ report: setup
 	$(BIN)/secverify report --env e1
 
 eval-e%: setup
-	$(BIN)/secverify eval --env e$* --models "$(MODELS)" -n $(N) --seed $(SEED)
+	$(BIN)/secverify eval --env e$* --models "$(MODELS)" -n $(N) --seed $(SEED) $(if $(filter true,$(INCLUDE_TOOLS)),--include-tools,)
 
 clean:
 	rm -rf $(VENV) $(TOOLS_VENV) outputs

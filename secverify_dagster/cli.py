@@ -78,7 +78,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for model_id in models:
             _print(f"{env.name} × {model_id} (n={n}, seed={args.seed}, dataset {dataset.source})")
             outcome = EvalRunner(env, registry[model_id], cache=cache).run(
-                dataset, n=n, seed=args.seed, run_id=args.run_id, progress=_progress_printer(model_id)
+                dataset,
+                n=n,
+                seed=args.seed,
+                run_id=args.run_id,
+                progress=_progress_printer(model_id),
+                include_tools=args.include_tools,
             )
             if outcome.status == "skipped":
                 _print(f"  skipped: {outcome.reason}")
@@ -170,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--split", default="test", help="split of the embedded corpus to draw from")
     evaluate.add_argument("--run-id", default=None, help="resume or name a run (default: derived from the inputs)")
     evaluate.add_argument("--no-cache", action="store_true", help="bypass the persistent response cache")
+    evaluate.add_argument(
+        "--include-tools", action="store_true", help="multi-turn tool-using mode (environments that have one)"
+    )
     evaluate.set_defaults(func=cmd_eval)
 
     score = sub.add_parser("score", help="re-score stored completions offline")

@@ -19,6 +19,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 import polars as pl
 from sv_shared.cache import JsonCache
 from sv_shared.config import outputs_dir, project_root
-from sv_shared.contracts import Environment, Item
+from sv_shared.contracts import Environment, Item, PolicyReply
 from sv_shared.hashing import frame_hash, sha256_hex, stable_json
 
 from secverify_dagster.resources.models import (
@@ -157,6 +158,16 @@ def _write_json(path: Path, value: Mapping[str, Any]) -> None:
     tmp.replace(path)
 
 
+def _error_record(item_id: str, error: ProviderError) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "kind": error.kind,
+        "status": error.status,
+        "message": str(error),
+        "at": datetime.now(UTC).isoformat(),
+    }
+
+
 def _public_spec(spec: ModelSpec) -> dict[str, Any]:
     """The model's identity for provenance: provider, model name, parameters, prices; never keys or endpoints."""
     return {
@@ -223,15 +234,21 @@ class EvalRunner:
         run_id: str | None = None,
         progress: ProgressCallback | None = None,
         max_samples: int | None = None,
+        include_tools: bool = False,
     ) -> EvalOutcome:
-        """Evaluate; `max_samples` stops after that many new samples (an interrupted run, for resume tests)."""
+        """Evaluate; `max_samples` stops after that many new samples (an interrupted run, for resume tests).
+
+        include_tools runs the environment's multi-turn tool-using mode (`env.rollout`) instead of one turn.
+        """
+        if include_tools and not self.env.supports_tools():
+            raise ValueError(f"{self.env.name} has no tool-using mode")
         status = reachability(self.spec, self.env.env_id, available_baselines=self.env.baselines().keys())
         if not status.ok:
             return EvalOutcome(self.env.env_id, self.spec.id, "skipped", reason=status.reason)
 
         params = {**self.env.generation_params(), **self.spec.params}
         items = select_items(self.env, dataset.frame, n, seed)
-        fingerprint = self.fingerprint(dataset, items, seed, params)
+        fingerprint = self.fingerprint(dataset, items, seed, params) | {"mode": "tools" if include_tools else "single"}
         fingerprint_hash = sha256_hex(stable_json(fingerprint))
         run_id = run_id or f"seed{seed}-n{len(items)}-{fingerprint_hash[:10]}"
         run_dir = run_dir_for(self.env, self.spec.id, run_id, self.evals_root)
@@ -253,40 +270,18 @@ class EvalRunner:
                 progress(len(done), len(items))
             for start in range(0, len(pending), self.chunk_size):
                 batch = pending[start : start + self.chunk_size]
-                requests = [
-                    ChatRequest(
-                        messages=self.env.messages(item),
-                        params=params,
-                        seed=seed,
-                        observation=self.env.observation(item),
-                    )
-                    for item in batch
-                ]
-                t0 = time.perf_counter()
-                completions = client.complete_many(requests)
-                t1 = time.perf_counter()
-                records, batch_errors = [], []
-                for item, request, completion in zip(batch, requests, completions, strict=True):
-                    if isinstance(completion, ProviderError):
-                        batch_errors.append(
-                            {
-                                "id": item[self.env.id_column],
-                                "kind": completion.kind,
-                                "status": completion.status,
-                                "message": str(completion),
-                                "at": datetime.now(UTC).isoformat(),
-                            }
-                        )
-                    else:
-                        records.append(self._record(item, request, completion))
+                if include_tools:
+                    records, batch_errors, gen_s, score_s = self._episode_chunk(client, batch, params, seed)
+                else:
+                    records, batch_errors, gen_s, score_s = self._single_turn_chunk(client, batch, params, seed)
                 t2 = time.perf_counter()
                 _append_jsonl(results_path, records)
                 _append_jsonl(run_dir / "errors.jsonl", batch_errors)
                 provider_errors.extend(batch_errors)
                 for record in records:
                     done[record["id"]] = record
-                timings["generate_s"] += t1 - t0
-                timings["score_s"] += t2 - t1
+                timings["generate_s"] += gen_s
+                timings["score_s"] += score_s
                 timings["write_s"] += time.perf_counter() - t2
                 if progress:
                     progress(len(done), len(items))
@@ -322,6 +317,81 @@ class EvalRunner:
             n_done=len(ordered),
             n_provider_errors=len(provider_errors),
         )
+
+    def _single_turn_chunk(
+        self, client: ModelClient, batch: Sequence[Item], params: Mapping[str, Any], seed: int
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
+        """One request per item, sent together (the local model batches them, API models run concurrently)."""
+        requests = [
+            ChatRequest(
+                messages=self.env.messages(item), params=dict(params), seed=seed, observation=self.env.observation(item)
+            )
+            for item in batch
+        ]
+        t0 = time.perf_counter()
+        completions = client.complete_many(requests)
+        t1 = time.perf_counter()
+        records, errors = [], []
+        for item, request, completion in zip(batch, requests, completions, strict=True):
+            if isinstance(completion, ProviderError):
+                errors.append(_error_record(item[self.env.id_column], completion))
+            else:
+                records.append(self._record(item, request, completion))
+        return records, errors, t1 - t0, time.perf_counter() - t1
+
+    def _episode_chunk(
+        self, client: ModelClient, batch: Sequence[Item], params: Mapping[str, Any], seed: int
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
+        """Multi-turn episodes, up to the model's concurrency at once; a provider failure abandons that episode."""
+        workers = 1 if self.spec.provider in ("local_transformers", "baseline") else max(1, self.spec.concurrency)
+
+        def episode(item: Item) -> dict[str, Any] | ProviderError:
+            turns: list[Completion] = []
+
+            def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PolicyReply:
+                request = ChatRequest(
+                    messages=messages,
+                    params=dict(params),
+                    seed=seed,
+                    observation=self.env.observation(item),
+                    tools=tools,
+                )
+                (completion,) = client.complete_many([request])
+                if isinstance(completion, ProviderError):
+                    raise completion
+                turns.append(completion)
+                return PolicyReply(text=completion.text, tool_calls=list(completion.tool_calls))
+
+            try:
+                scored = self.env.rollout(item, policy, include_tools=True)
+            except ProviderError as error:
+                return error
+            return {
+                **scored.to_record(),
+                "model": self.spec.id,
+                "prompt": self.env.messages(item),
+                "completion": turns[-1].text if turns else "",
+                "usage": {
+                    "prompt_tokens": sum(t.usage.prompt_tokens for t in turns),
+                    "completion_tokens": sum(t.usage.completion_tokens for t in turns),
+                },
+                "latency_s": sum(t.latency_s for t in turns),
+                "cost_usd": sum(t.cost_usd for t in turns),
+                "cached": bool(turns) and all(t.cached for t in turns),
+                "turns": len(turns),
+            }
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="episode") as pool:
+            outcomes = list(pool.map(episode, batch))
+        records, errors = [], []
+        for item, outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, ProviderError):
+                errors.append(_error_record(item[self.env.id_column], outcome))
+            else:
+                records.append(outcome)
+        # Generation and verification interleave inside an episode; the whole episode counts as generation.
+        return records, errors, time.perf_counter() - started, 0.0
 
     def _record(self, item: Item, request: ChatRequest, completion: Completion) -> dict[str, Any]:
         scored = self.env.score(item, completion.text)

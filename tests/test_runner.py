@@ -175,3 +175,38 @@ def test_editing_a_baseline_starts_a_new_run(tmp_path: Path, dataset, monkeypatc
     monkeypatch.setattr(inspect, "getsource", lambda obj: real_getsource(obj) + "\n# edited rules\n")
     second = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path).run(dataset, n=5, seed=42)
     assert first.run_dir != second.run_dir
+
+
+class TwoTurnNetworkLogs(type(ENV)):
+    """E1 with a scripted second turn, to exercise the runner's multi-turn path with a real client."""
+
+    def supports_tools(self) -> bool:
+        return True
+
+    def rollout(self, item, policy, *, include_tools: bool):
+        messages = self.messages(item)
+        first = policy(messages, None)
+        messages = [*messages, {"role": "assistant", "content": first.text}, {"role": "user", "content": "Sure?"}]
+        final = policy(messages, None)
+        scored = self.score(item, final.text)
+        return type(scored)(
+            scored.item_id,
+            scored.reward,
+            scored.components,
+            scored.parsed,
+            scored.error,
+            {"transcript": messages + [{"role": "assistant", "content": final.text}]},
+        )
+
+
+def test_tool_mode_runs_episodes_and_records_transcripts(tmp_path: Path, dataset) -> None:
+    env = TwoTurnNetworkLogs(ENV.config)
+    outcome = EvalRunner(env, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, seed=42, include_tools=True)
+    assert outcome.status == "complete"
+    records = _results(outcome.run_dir)
+    assert [r["turns"] for r in records] == [2, 2, 2, 2]
+    assert all(r["details"]["transcript"][-2]["content"] == "Sure?" for r in records)
+    single = EvalRunner(env, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, seed=42)
+    assert single.run_dir != outcome.run_dir  # the mode is part of the run's identity
+    with pytest.raises(ValueError, match="no tool-using mode"):
+        EvalRunner(ENV, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, include_tools=True)

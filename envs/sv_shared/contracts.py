@@ -50,6 +50,17 @@ class ScoredSample:
         }
 
 
+@dataclass(frozen=True)
+class PolicyReply:
+    """One model turn as an environment sees it: text, and tool calls in OpenAI's function-calling shape."""
+
+    text: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+Policy = Callable[[list[Message], list[dict[str, Any]] | None], PolicyReply]
+"""A model as a multi-turn environment drives it: messages (and tool specs, or None) in, one reply out."""
+
 Baseline = Callable[[Mapping[str, Any]], str]
 """A rule baseline: from an item's observation (what a model sees) to a completion string."""
 
@@ -112,6 +123,14 @@ class Environment(ABC):
     @abstractmethod
     def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
         """Metrics over scored records (as written to results.jsonl) and the items they answer."""
+
+    def supports_tools(self) -> bool:
+        """Whether the environment has a tool-using (multi-turn) mode, run with `rollout`."""
+        return False
+
+    def rollout(self, item: Item, policy: Policy, *, include_tools: bool) -> ScoredSample:
+        """Run one multi-turn episode with the policy and score it; the transcript goes in `details`."""
+        raise TypeError(f"{self.name} has no multi-turn mode")
 
     def report_columns(self) -> list[tuple[str, str]]:
         """(header, metric key) pairs that reports and the CLI show for this environment, after the reward."""

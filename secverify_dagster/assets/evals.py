@@ -18,6 +18,7 @@ class EvalConfig(dg.Config):
     n: int | None = None
     seed: int = 42
     split: str = "test"
+    include_tools: bool = False
 
 
 @dg.asset(
@@ -64,7 +65,7 @@ def eval_results(
     cache = artifacts.response_cache()
     try:
         outcome = EvalRunner(env, spec, evals_root=artifacts.evals(), cache=cache).run(
-            dataset, n=n, seed=config.seed, progress=progress
+            dataset, n=n, seed=config.seed, progress=progress, include_tools=config.include_tools
         )
     finally:
         cache.close()
