@@ -195,7 +195,7 @@ class TwoTurnNetworkLogs(type(ENV)):
             scored.components,
             scored.parsed,
             scored.error,
-            {"transcript": messages + [{"role": "assistant", "content": final.text}]},
+            {"transcript": [*messages, {"role": "assistant", "content": final.text}]},
         )
 
 
