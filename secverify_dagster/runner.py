@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 from sv_shared.cache import JsonCache
 from sv_shared.config import outputs_dir, project_root
-from sv_shared.contracts import Environment, Item, PolicyReply
+from sv_shared.contracts import Environment, Item, PolicyReply, ScoredSample
 from sv_shared.hashing import frame_hash, sha256_hex, stable_json
 
 from secverify_dagster.resources.models import (
@@ -331,19 +331,31 @@ class EvalRunner:
         t0 = time.perf_counter()
         completions = client.complete_many(requests)
         t1 = time.perf_counter()
-        records, errors = [], []
-        for item, request, completion in zip(batch, requests, completions, strict=True):
-            if isinstance(completion, ProviderError):
-                errors.append(_error_record(item[self.env.id_column], completion))
-            else:
-                records.append(self._record(item, request, completion))
+        answered = [
+            (item, request, completion)
+            for item, request, completion in zip(batch, requests, completions, strict=True)
+            if not isinstance(completion, ProviderError)
+        ]
+        errors = [
+            _error_record(item[self.env.id_column], completion)
+            for item, completion in zip(batch, completions, strict=True)
+            if isinstance(completion, ProviderError)
+        ]
+        scores = self.env.score_many([item for item, _, _ in answered], [c.text for _, _, c in answered])
+        records = [
+            self._record(request, completion, scored)
+            for (_, request, completion), scored in zip(answered, scores, strict=True)
+        ]
         return records, errors, t1 - t0, time.perf_counter() - t1
 
     def _episode_chunk(
         self, client: ModelClient, batch: Sequence[Item], params: Mapping[str, Any], seed: int
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
         """Multi-turn episodes, up to the model's concurrency at once; a provider failure abandons that episode."""
-        workers = 1 if self.spec.provider in ("local_transformers", "baseline") else max(1, self.spec.concurrency)
+        local = self.spec.provider in ("local_transformers", "baseline")
+        workers = 1 if local else max(1, self.spec.concurrency)
+        # Local models have no function calling: they write tool calls as text lines.
+        protocol = "text" if local else "native"
 
         def episode(item: Item) -> dict[str, Any] | ProviderError:
             turns: list[Completion] = []
@@ -363,7 +375,7 @@ class EvalRunner:
                 return PolicyReply(text=completion.text, tool_calls=list(completion.tool_calls))
 
             try:
-                scored = self.env.rollout(item, policy, include_tools=True)
+                scored = self.env.rollout(item, policy, tool_protocol=protocol)
             except ProviderError as error:
                 return error
             return {
@@ -393,8 +405,7 @@ class EvalRunner:
         # Generation and verification interleave inside an episode; the whole episode counts as generation.
         return records, errors, time.perf_counter() - started, 0.0
 
-    def _record(self, item: Item, request: ChatRequest, completion: Completion) -> dict[str, Any]:
-        scored = self.env.score(item, completion.text)
+    def _record(self, request: ChatRequest, completion: Completion, scored: ScoredSample) -> dict[str, Any]:
         return {
             **scored.to_record(),
             "model": self.spec.id,

@@ -34,7 +34,7 @@ def test_eval_writes_the_run_and_skips_unreachable_models(outputs: Path, capsys)
 def test_unknown_model_and_unimplemented_env_are_clear_errors(outputs: Path, capsys) -> None:
     assert main(["eval", "--env", "e1", "--model", "no-such-model"]) == 2
     assert "unknown model ids: no-such-model" in capsys.readouterr().out
-    assert main(["eval", "--env", "e4", "--model", "heuristic"]) == 2
+    assert main(["eval", "--env", "e6", "--model", "heuristic"]) == 2
     assert "has no implementation in this version" in capsys.readouterr().err
 
 

@@ -10,6 +10,7 @@ from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
+from sv_shared.registry import implemented_env_ids
 from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 
@@ -47,7 +48,7 @@ def test_new_model_sensor_adds_partitions_and_backfills_every_environment() -> N
             (r.partition_key.keys_by_dimension["env"], r.partition_key.keys_by_dimension["model"])
             for r in result.run_requests
         }
-        assert backfilled == {("e1", model) for model in registry - {"heuristic"}}
+        assert backfilled == {(env, model) for env in implemented_env_ids() for model in registry - {"heuristic"}}
 
         instance.add_dynamic_partitions(MODELS_PARTITION, sorted(registry))
         again = new_model_sensor(
@@ -62,9 +63,15 @@ def test_weekly_sweep_uses_n_10_and_biweekly_skips_odd_weeks() -> None:
         monday = datetime(2026, 11, 23, 6, tzinfo=UTC)  # ISO week 48
         requests = weekly_sweep(dg.build_schedule_context(instance=instance, scheduled_execution_time=monday))
         assert {r.partition_key.keys_by_dimension["model"] for r in requests} == {"heuristic", "smollm2-135m-instruct"}
+        assert {r.partition_key.keys_by_dimension["env"] for r in requests} == set(implemented_env_ids()) & {
+            "e1",
+            "e2",
+            "e3",
+            "e4",
+        }
         assert all(r.run_config["ops"]["eval_results"]["config"]["n"] == 10 for r in requests)
         even = biweekly_full_eval(dg.build_schedule_context(instance=instance, scheduled_execution_time=monday))
-        assert len(even) == 2
+        assert len(even) == 2 * len(implemented_env_ids())
         odd = biweekly_full_eval(
             dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 8, tzinfo=UTC))
         )

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sv_shared.registry import get_environment
 
 from secverify_dagster.resources.models import (
     MODEL_ID_PATTERN,
@@ -29,7 +30,6 @@ EXPECTED = {
     "llama-3-70b": "openai_compatible",
     "mixtral-8x22b": "openai_compatible",
     "smollm2-135m-instruct": "local_transformers",
-    "heuristic": "baseline",
 }
 
 
@@ -39,7 +39,14 @@ def registry() -> dict[str, ModelSpec]:
 
 
 def test_real_registry_loads_the_portfolio(registry: dict[str, ModelSpec]) -> None:
-    assert {model_id: spec.provider for model_id, spec in registry.items()} == EXPECTED
+    models = {model_id: spec.provider for model_id, spec in registry.items() if spec.provider != "baseline"}
+    assert models == EXPECTED
+    # Every rule baseline belongs to implemented environments that really offer it.
+    for spec in registry.values():
+        if spec.provider == "baseline":
+            assert spec.envs
+            for env_id in spec.envs:
+                assert spec.id in get_environment(env_id).baselines()
     for spec in registry.values():
         assert MODEL_ID_PATTERN.match(spec.id)
         assert spec.params["temperature"] == 0 and spec.params["seed"] == 42

@@ -183,7 +183,7 @@ class TwoTurnNetworkLogs(type(ENV)):
     def supports_tools(self) -> bool:
         return True
 
-    def rollout(self, item, policy, *, include_tools: bool):
+    def rollout(self, item, policy, *, tool_protocol: str):
         messages = self.messages(item)
         first = policy(messages, None)
         messages = [*messages, {"role": "assistant", "content": first.text}, {"role": "user", "content": "Sure?"}]

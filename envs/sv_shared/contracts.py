@@ -120,6 +120,10 @@ class Environment(ABC):
     def score(self, item: Item, completion: str) -> ScoredSample:
         """Verify a completion for an item: reward, components, parsed output."""
 
+    def score_many(self, items: Sequence[Item], completions: Sequence[str]) -> list[ScoredSample]:
+        """Score many completions; environments whose verifier batches (scanners, sandboxes) override this."""
+        return [self.score(item, completion) for item, completion in zip(items, completions, strict=True)]
+
     @abstractmethod
     def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
         """Metrics over scored records (as written to results.jsonl) and the items they answer."""
@@ -128,8 +132,12 @@ class Environment(ABC):
         """Whether the environment has a tool-using (multi-turn) mode, run with `rollout`."""
         return False
 
-    def rollout(self, item: Item, policy: Policy, *, include_tools: bool) -> ScoredSample:
-        """Run one multi-turn episode with the policy and score it; the transcript goes in `details`."""
+    def rollout(self, item: Item, policy: Policy, *, tool_protocol: str) -> ScoredSample:
+        """Run one multi-turn episode with the policy and score it; the transcript goes in `details`.
+
+        tool_protocol is "native" (OpenAI function calling) or "text" (tool calls written as text lines, for
+        models without function calling).
+        """
         raise TypeError(f"{self.name} has no multi-turn mode")
 
     def report_columns(self) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ ENV_NAMES: dict[str, str] = {
 # Environments that are implemented, as "module:Class"; the others are listed in ENV_NAMES only.
 _IMPLEMENTATIONS: dict[str, str] = {
     "e1": "sv_env_network_logs.env:NetworkLogsEnvironment",
+    "e2": "sv_env_config_verification.env:ConfigVerificationEnvironment",
 }
 
 

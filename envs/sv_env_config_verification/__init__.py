@@ -1,0 +1,7 @@
+"""E2 config verification: Kubernetes manifests and Terraform modules checked against scanner oracles.
+
+Untrusted configs are parsed only through `loading` (size, UTF-8, YAML alias-bomb, depth and document limits);
+the project's own Rego policies (`policies/`, run in-process by `adapters.opa`) and the external scanners
+(semgrep, checkov, trivy, kube-linter when installed) report findings that `canonical` maps onto one vocabulary,
+and `oracle` merges them into deduplicated, cached labels with the tool versions that produced them.
+"""

@@ -1,0 +1,512 @@
+"""E2 verifier: score a parsed answer against the oracle's findings, apply and re-scan its patch, aggregate a run.
+
+Reward = weighted mean of three components in [0, 1] (weights in configs/envs/e2.yaml):
+
+- detection: severity-weighted F1 of the predicted violations against the item's oracle findings.
+  Matching rule: a prediction matches a finding when the canonical ids are equal and, if the prediction names a
+  resource, the resource matches (`resource_matches`); a prediction without a resource matches every finding of
+  its id. Predictions are deduplicated by (id, resource). Each finding weighs its severity (low 1, medium 2,
+  high 3); a matching prediction weighs its heaviest matched finding, a false positive weighs the canonical
+  severity of the id it claims (an unknown id weighs "medium"), never the severity the model states, so claiming
+  "low" cannot make a false alarm cheap. precision = matched prediction weight / all prediction weight, recall =
+  matched finding weight / all finding weight. On a clean config (no findings) an empty list scores 1 and any
+  prediction scores 0.
+- patch: no patch scores 1 on a clean config and 0 on a vulnerable one. A patch is applied (patching.py), must
+  parse as the same kind (loading.parse_config), must not be destructive (`destructive_change`), and both texts
+  are scanned by the oracle: score = (weight of findings removed - penalty * weight of findings introduced) /
+  weight of findings before, clipped to [0, 1]; on a clean config 1 if nothing is introduced, else 0. Every
+  refusal is a named error in details["patch"]["error"] with patch score 0; detection keeps its credit.
+- format: 1 when the answer parses (a parse failure zeroes every component and names the reason).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sv_shared.contracts import ScoredSample
+from sv_shared.findings import SEVERITY_WEIGHTS, Finding
+from sv_shared.metrics import mean_or_none, reward_summary
+from sv_shared.rewards import RewardWeights, failed_components
+
+from sv_env_config_verification.data import Scanner
+from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, parse_config
+from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
+from sv_env_config_verification.schema import CANONICAL, findings_from_json, parse_answer
+from sv_env_config_verification.synth import dump_yaml, pod_spec_of
+
+COMPONENTS: tuple[str, ...] = ("detection", "patch", "format")
+UNKNOWN_ID_SEVERITY = "medium"
+_TOKEN_SPLIT = re.compile(r"[/.:\s]+")
+
+
+@dataclass(frozen=True)
+class VerifierSettings:
+    """Reward weights and the penalty per unit of severity weight a patch introduces."""
+
+    weights: RewardWeights
+    introduced_penalty: float = 1.0
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> VerifierSettings:
+        weights = RewardWeights.from_config(config["reward_weights"])
+        unknown = set(weights.weights) - set(COMPONENTS)
+        if unknown:
+            raise ValueError(f"unknown E2 reward components {sorted(unknown)}; known: {COMPONENTS}")
+        penalty = float(config.get("patch", {}).get("introduced_penalty", 1.0))
+        if not math.isfinite(penalty) or penalty < 0:
+            raise ValueError(f"patch.introduced_penalty must be a finite number >= 0, got {penalty!r}")
+        return cls(weights=weights, introduced_penalty=penalty)
+
+
+# --- detection ---
+
+
+def _tokens(resource: str) -> list[str]:
+    return [token for token in _TOKEN_SPLIT.split(resource.strip().strip("'\"").casefold()) if token]
+
+
+def resource_matches(predicted: str | None, actual: str | None) -> bool:
+    """Whether a predicted resource names the finding's resource ("Kind/name" or "type.name").
+
+    Case-insensitive, on tokens split at "/", ".", ":" and spaces: the prediction may be the full name
+    ("Deployment/web", "aws_s3_bucket.logs"), its tail ("web", "logs"), or more specific than the finding
+    ("Deployment/web/app" for a container of Deployment/web). A prediction without a resource matches any.
+    """
+    if predicted is None:
+        return True
+    if actual is None:
+        return False
+    want, have = _tokens(predicted), _tokens(actual)
+    if not want:
+        return True
+    return have[len(have) - len(want) :] == want if len(want) <= len(have) else want[: len(have)] == have
+
+
+def _weight(severity: str | None) -> float:
+    return SEVERITY_WEIGHTS.get(str(severity), SEVERITY_WEIGHTS[UNKNOWN_ID_SEVERITY])
+
+
+def _claimed_weight(violation: Mapping[str, Any]) -> float:
+    rule = CANONICAL.get(violation["id"]) if violation.get("known") else None
+    return _weight(rule.severity if rule else UNKNOWN_ID_SEVERITY)
+
+
+@dataclass
+class Detection:
+    """Counts (and severity weights) of one answer's predictions against one item's findings."""
+
+    predictions: int = 0
+    predictions_matched: int = 0
+    findings: int = 0
+    findings_matched: int = 0
+    w_predictions: float = 0.0
+    w_predictions_matched: float = 0.0
+    w_findings: float = 0.0
+    w_findings_matched: float = 0.0
+    false_positive_ids: list[str] = field(default_factory=list)
+    missed_ids: list[str] = field(default_factory=list)
+    matched_ids: list[str] = field(default_factory=list)
+    unknown_ids: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        """Weighted F1; on a clean config 1 for no prediction and 0 otherwise."""
+        if self.findings == 0:
+            return 1.0 if self.predictions == 0 else 0.0
+        return _f1(self.w_predictions_matched, self.w_predictions, self.w_findings_matched, self.w_findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "score": self.score}
+
+
+def _f1(tp_pred: float, pred: float, tp_find: float, find: float) -> float:
+    precision = tp_pred / pred if pred else 0.0
+    recall = tp_find / find if find else 0.0
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def detect(violations: Sequence[Mapping[str, Any]], findings: Sequence[Finding]) -> Detection:
+    """Match predictions to findings (see the module docstring for the rule) and count both sides."""
+    unique_findings = list({(f.canonical_id, f.resource): f for f in findings if f.canonical_id}.values())
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    predictions = []
+    for violation in violations:
+        key = (violation["id"], tuple(_tokens(violation["resource"])) if violation.get("resource") else ())
+        if key not in seen:
+            seen.add(key)
+            predictions.append(violation)
+    result = Detection(predictions=len(predictions), findings=len(unique_findings))
+    matched_findings: set[int] = set()
+    for violation in predictions:
+        hits = [
+            index
+            for index, finding in enumerate(unique_findings)
+            if violation.get("known")
+            and finding.canonical_id == violation["id"]
+            and resource_matches(violation.get("resource"), finding.resource)
+        ]
+        if not violation.get("known"):
+            result.unknown_ids.append(violation["id"])
+        if hits:
+            result.predictions_matched += 1
+            weight = max(_weight(unique_findings[index].severity) for index in hits)
+            result.w_predictions_matched += weight
+            result.w_predictions += weight
+            result.matched_ids.append(violation["id"])
+            matched_findings.update(hits)
+        else:
+            result.w_predictions += _claimed_weight(violation)
+            result.false_positive_ids.append(violation["id"])
+    for index, finding in enumerate(unique_findings):
+        result.w_findings += _weight(finding.severity)
+        if index in matched_findings:
+            result.findings_matched += 1
+            result.w_findings_matched += _weight(finding.severity)
+        else:
+            result.missed_ids.append(str(finding.canonical_id))
+    return result
+
+
+# --- patches ---
+
+
+@dataclass
+class PatchOutcome:
+    """What happened to an answer's patch, stage by stage."""
+
+    provided: bool = False
+    format: str | None = None
+    applies: bool = False
+    valid: bool = False
+    destructive: bool = False
+    removed: list[str] = field(default_factory=list)
+    introduced: list[str] = field(default_factory=list)
+    fixes_all: bool = False
+    error: str | None = None
+    detail: str | None = None
+    score: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_CONTAINER_LISTS = ("containers", "initContainers")
+
+
+def _named(items: Any) -> set[str]:
+    return (
+        {str(item.get("name")) for item in items or [] if isinstance(item, dict)} if isinstance(items, list) else set()
+    )
+
+
+def destructive_change(before: ParsedConfig, after: ParsedConfig) -> str | None:
+    """Why the patched config no longer does what the original did (None when it still does).
+
+    Destructive: a resource (Kubernetes object / Terraform resource) removed; a workload's containers removed or
+    emptied; replicas or count set to 0; a spec, RBAC rule list or Service port list emptied; a Terraform resource
+    body emptied. Fixing a finding by deleting what it is about earns no patch credit.
+    """
+    after_by_name: dict[str, list[Any]] = {}
+    for resource in after.resources:
+        after_by_name.setdefault(resource.name, []).append(resource.body)
+    for resource in before.resources:
+        bodies = after_by_name.get(resource.name)
+        if not bodies:
+            return f"{resource.name} was removed"
+        body, new = resource.body, bodies.pop(0)
+        if before.kind == "terraform":
+            if body and not new:
+                return f"{resource.name} was emptied"
+            if body.get("count") != 0 and new.get("count") == 0:
+                return f"{resource.name} has count = 0"
+            continue
+        if isinstance(body.get("spec"), dict) and body["spec"] and not new.get("spec"):
+            return f"{resource.name}: spec was emptied"
+        old_spec, new_spec = pod_spec_of(body), pod_spec_of(new)
+        if old_spec is not None:
+            if new_spec is None or not new_spec.get("containers"):
+                return f"{resource.name}: the pod has no containers left"
+            for key in _CONTAINER_LISTS:
+                lost = _named(old_spec.get(key)) - _named(new_spec.get(key))
+                if lost:
+                    return f"{resource.name}: container(s) {sorted(lost)} removed"
+        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        new_spec_obj = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+        if spec.get("replicas", 1) != 0 and new_spec_obj.get("replicas") == 0:
+            return f"{resource.name}: replicas set to 0"
+        if body.get("rules") and not new.get("rules"):
+            return f"{resource.name}: every RBAC rule was removed"
+        if spec.get("ports") and not new_spec_obj.get("ports"):
+            return f"{resource.name}: every Service port was removed"
+    return None
+
+
+def _apply(item: Mapping[str, Any], patch: str | list[dict[str, Any]]) -> str:
+    """The patched text; JSON Patch addresses the document of a one-document file, else the list of documents."""
+    if isinstance(patch, str):
+        return apply_unified_diff(item["content"], patch, item["filename"])
+    if item["kind"] != "kubernetes":
+        raise PatchError(PatchErrorReason.JSON_PATCH_UNSUPPORTED, "JSON Patch applies to Kubernetes YAML only")
+    documents = parse_config("kubernetes", item["content"]).documents
+    single = len(documents) == 1
+    result = apply_json_patch(documents[0] if single else documents, patch)
+    result = [result] if single else result
+    if not isinstance(result, list) or not all(isinstance(document, dict) for document in result):
+        raise PatchError(PatchErrorReason.JSON_PATCH_FAILED, "the patched file is not a list of objects")
+    return dump_yaml(result)
+
+
+def _keys(findings: Iterable[Finding]) -> dict[tuple[str, str | None], Finding]:
+    return {(f.canonical_id, f.resource): f for f in findings if f.canonical_id}
+
+
+def _label(key: tuple[str, str | None]) -> str:
+    return f"{key[0]}@{key[1]}" if key[1] else key[0]
+
+
+def evaluate_patch(
+    item: Mapping[str, Any], patch: str | list[dict[str, Any]] | None, oracle: Scanner, *, penalty: float
+) -> PatchOutcome:
+    """Apply, validate, check for destruction and re-scan one patch (the module docstring has the scoring)."""
+    stored = findings_from_json(item["oracle_findings"])
+    if patch is None:
+        return PatchOutcome(score=0.0 if _keys(stored) else 1.0)
+    outcome = PatchOutcome(provided=True, format="unified_diff" if isinstance(patch, str) else "json_patch")
+    try:
+        patched = _apply(item, patch)
+    except PatchError as error:
+        outcome.error, outcome.detail = error.reason.value, str(error)
+        return outcome
+    except ConfigParseError as error:
+        outcome.error, outcome.detail = f"original_{error.reason}", str(error)
+        return outcome
+    outcome.applies = True
+    try:
+        after = parse_config(item["kind"], patched)
+        before = parse_config(item["kind"], item["content"])
+    except ConfigParseError as error:
+        outcome.error, outcome.detail = f"patched_{error.reason}", str(error)
+        return outcome
+    outcome.valid = True
+    reason = destructive_change(before, after)
+    if reason is not None:
+        outcome.destructive = True
+        outcome.error, outcome.detail = "destructive_fix", reason
+        return outcome
+    scans = oracle.scan_many([(item["filename"], item["content"]), (item["filename"], patched)])
+    failed = next((scan.error for scan in scans if scan.error), None)
+    if failed:
+        outcome.error, outcome.detail = "rescan_failed", str(failed)
+        return outcome
+    old, new = _keys(scans[0].findings), _keys(scans[1].findings)
+    removed = [key for key in old if key not in new]
+    introduced = [key for key in new if key not in old]
+    outcome.removed = sorted(_label(key) for key in removed)
+    outcome.introduced = sorted(_label(key) for key in introduced)
+    outcome.fixes_all = bool(old) and len(removed) == len(old)
+    w_introduced = sum(_weight(new[key].severity) for key in introduced)
+    if old:
+        w_removed = sum(_weight(old[key].severity) for key in removed)
+        w_before = sum(_weight(finding.severity) for finding in old.values())
+        outcome.score = min(1.0, max(0.0, (w_removed - penalty * w_introduced) / w_before))
+    else:
+        outcome.score = 0.0 if introduced else 1.0
+    return outcome
+
+
+# --- scoring ---
+
+
+def score_completion(
+    item: Mapping[str, Any],
+    completion: str,
+    oracle: Scanner,
+    settings: VerifierSettings,
+    *,
+    id_column: str = "config_id",
+) -> ScoredSample:
+    """Parse, detect, patch: the reward, its components and every stage's details (results.jsonl `details`)."""
+    parsed = parse_answer(completion)
+    if not parsed.ok or parsed.output is None:
+        return ScoredSample(
+            item_id=item[id_column],
+            reward=0.0,
+            components=failed_components(list(settings.weights.weights)),
+            parsed=None,
+            error=str(parsed.error),
+            details={"format_error": str(parsed.error)},
+        )
+    answer = parsed.output
+    detection = detect(answer["violations"], findings_from_json(item["oracle_findings"]))
+    patch = evaluate_patch(item, answer["patch"], oracle, penalty=settings.introduced_penalty)
+    components = {"detection": detection.score, "patch": patch.score, "format": 1.0}
+    components = {name: components[name] for name in settings.weights.weights}
+    return ScoredSample(
+        item_id=item[id_column],
+        reward=settings.weights.combine(components),
+        components=components,
+        parsed=answer,
+        error=patch.error,
+        details={"detection": detection.to_dict(), "patch": patch.to_dict()},
+    )
+
+
+def prescan(items: Sequence[Mapping[str, Any]], completions: Sequence[str], oracle: Scanner) -> int:
+    """Scan every original and patched text of a batch in one oracle call, so scoring each answer is a cache hit.
+
+    Scanners cost most per call (a subprocess, a process start), not per file, so this is where batch scoring
+    gets its speed; answers without a usable patch need no scan. Returns the number of texts scanned.
+    """
+    configs: list[tuple[str, str]] = []
+    for item, completion in zip(items, completions, strict=True):
+        parsed = parse_answer(completion)
+        if not parsed.ok or parsed.output is None or parsed.output["patch"] is None:
+            continue
+        try:
+            patched = _apply(item, parsed.output["patch"])
+        except (PatchError, ConfigParseError):
+            continue
+        configs.extend([(item["filename"], item["content"]), (item["filename"], patched)])
+    if configs:
+        oracle.scan_many(configs)
+    return len(configs)
+
+
+# --- aggregation ---
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return None if denominator == 0 else numerator / denominator
+
+
+def _micro(detections: Sequence[Detection], *, weighted: bool) -> dict[str, float | None]:
+    prefix = "w_" if weighted else ""
+    tp_pred = sum(getattr(d, f"{prefix}predictions_matched") for d in detections)
+    pred = sum(getattr(d, f"{prefix}predictions") for d in detections)
+    tp_find = sum(getattr(d, f"{prefix}findings_matched") for d in detections)
+    find = sum(getattr(d, f"{prefix}findings") for d in detections)
+    precision, recall = _ratio(tp_pred, pred), _ratio(tp_find, find)
+    f1 = None if precision is None and recall is None else _f1(tp_pred, pred, tp_find, find)
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def aggregate(
+    records: Sequence[Mapping[str, Any]],
+    items: Mapping[str, Mapping[str, Any]],
+    *,
+    weights: RewardWeights,
+    seed: int = 42,
+) -> dict[str, Any]:
+    """Metrics of a run over results.jsonl records and the items they answer.
+
+    Detection is reported three ways so clean configs count as they should: `detection_score` (the per-episode
+    component: a correct "no violations" on a clean config is 1, not an undefined or zero F1), micro P/R/F1 over
+    all episodes (weighted by severity and unweighted; clean episodes add their false positives), and
+    positive-only micro P/R/F1 over vulnerable configs. FPR is the share of clean configs with any prediction;
+    format failures count as answering nothing (a miss on vulnerable configs, neither FP nor TN on clean ones).
+    Patch rates are over vulnerable configs (provided) and over provided patches (applies, valid, fixes all,
+    introduces new, destructive).
+    """
+    detections_all: list[Detection] = []
+    detections_vulnerable: list[Detection] = []
+    per_episode: list[float] = []
+    clean = clean_flagged = clean_correct = 0
+    vulnerable = 0
+    predictions = unknown = 0
+    patches: list[dict[str, Any]] = []
+    patch_errors: Counter[str] = Counter()
+    format_errors: Counter[str] = Counter()
+    id_totals: Counter[str] = Counter()
+    id_hits: Counter[str] = Counter()
+    confidences: list[float] = []
+    tool_calls: list[float] = []
+    refused: list[float] = []
+    turns: list[float] = []
+    over_budget = 0
+    for record in records:
+        item = items[record["id"]]
+        findings = findings_from_json(item["oracle_findings"])
+        is_vulnerable = any(f.canonical_id for f in findings)
+        parsed = record.get("parsed")
+        details = record.get("details") or {}
+        detection = detect(parsed["violations"] if parsed else [], findings)
+        if parsed is None:
+            format_errors[str(details.get("format_error") or record.get("error"))] += 1
+        else:
+            confidences.append(float(parsed["confidence"]))
+        detections_all.append(detection)
+        per_episode.append(detection.score if parsed is not None else 0.0)
+        predictions += detection.predictions
+        unknown += len(detection.unknown_ids)
+        for canonical_id in {str(f.canonical_id) for f in findings if f.canonical_id}:
+            id_totals[canonical_id] += 1
+            id_hits[canonical_id] += canonical_id in detection.matched_ids
+        if is_vulnerable:
+            vulnerable += 1
+            detections_vulnerable.append(detection)
+        else:
+            clean += 1
+            clean_flagged += detection.predictions > 0
+            clean_correct += parsed is not None and detection.predictions == 0
+        patch = details.get("patch")
+        if patch is not None and is_vulnerable:
+            patches.append(patch)
+        if patch is not None and patch.get("error"):
+            patch_errors[str(patch["error"])] += 1
+        tools = details.get("tools")
+        if tools is not None:
+            tool_calls.append(float(tools.get("tool_calls", 0)))
+            refused.append(float(tools.get("refused_calls", 0)))
+            turns.append(float(tools.get("turns", 0)))
+            over_budget += bool(tools.get("refused_calls", 0) or tools.get("turn_budget_exhausted"))
+    provided = [patch for patch in patches if patch.get("provided")]
+    rewards = [float(record["reward"]) for record in records]
+    n = len(records)
+    total_calls = sum(tool_calls)
+    return {
+        "n": n,
+        "n_vulnerable": vulnerable,
+        "n_clean": clean,
+        "n_format_failures": sum(format_errors.values()),
+        "format_failure_rate": _ratio(sum(format_errors.values()), n),
+        "format_errors": dict(sorted(format_errors.items())),
+        "reward": reward_summary(rewards, seed=seed),
+        "components": {
+            name: mean_or_none(float(record["components"].get(name, 0.0)) for record in records)
+            for name in weights.weights
+        },
+        "detection_score": mean_or_none(per_episode),
+        "weighted": _micro(detections_all, weighted=True),
+        "unweighted": _micro(detections_all, weighted=False),
+        "positive_only": {
+            "weighted": _micro(detections_vulnerable, weighted=True),
+            "unweighted": _micro(detections_vulnerable, weighted=False),
+        },
+        "clean_accuracy": _ratio(clean_correct, clean),
+        "fpr_clean": _ratio(clean_flagged, clean),
+        "unknown_id_rate": _ratio(unknown, predictions),
+        "recall_by_id": {key: id_hits[key] / id_totals[key] for key in sorted(id_totals)},
+        "patch": {
+            "provided_rate": _ratio(len(provided), vulnerable),
+            "applies_rate": _ratio(sum(bool(p.get("applies")) for p in provided), len(provided)),
+            "valid_rate": _ratio(sum(bool(p.get("valid")) for p in provided), len(provided)),
+            "fixes_all_rate": _ratio(sum(bool(p.get("fixes_all")) for p in provided), len(provided)),
+            "introduces_new_rate": _ratio(sum(bool(p.get("introduced")) for p in provided), len(provided)),
+            "destructive_rate": _ratio(sum(bool(p.get("destructive")) for p in provided), len(provided)),
+            "errors": dict(sorted(patch_errors.items())),
+        },
+        "confidence_mean": mean_or_none(confidences),
+        "tools": {
+            "episodes": len(tool_calls),
+            "tool_calls_per_episode": mean_or_none(tool_calls),
+            "refused_calls_per_episode": mean_or_none(refused),
+            "turns_per_episode": mean_or_none(turns),
+            "over_budget_rate": _ratio(over_budget, len(tool_calls)),
+            "reward_per_tool_call": _ratio(sum(rewards), total_calls) if tool_calls else None,
+        },
+    }
