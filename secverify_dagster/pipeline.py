@@ -71,10 +71,7 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
         detail = ""
         for event in result.get_asset_materialization_events():
             meta = event.materialization.metadata
-            detail = (
-                f"reward {meta['reward_mean'].value:.3f} · accuracy {meta['accuracy'].value} · "
-                f"run {meta['run_dir'].value}"
-            )
+            detail = f"reward {meta['reward_mean'].value:.3f} · run {meta['run_dir'].value}"
         _done(started, result, detail)
         failures += not result.success
 

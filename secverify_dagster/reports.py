@@ -90,6 +90,16 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def metric_value(metrics: Mapping[str, Any], key: str) -> Any:
+    """A metric by dotted key ("patch.applies_rate"); None where any part is missing."""
+    value: Any = metrics
+    for part in key.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
 def _metrics_table(env: Environment, runs: Sequence[RunView]) -> list[str]:
     columns = env.report_columns()
     header = "| model | n | reward [95% CI] | " + " | ".join(name for name, _ in columns) + " | cost USD |"
@@ -97,7 +107,7 @@ def _metrics_table(env: Environment, runs: Sequence[RunView]) -> list[str]:
     for run in runs:
         m = run.metrics
         reward = m["reward"]
-        values = " | ".join(_fmt(m.get(key)) for _, key in columns)
+        values = " | ".join(_fmt(metric_value(m, key)) for _, key in columns)
         lines.append(
             f"| {run.model_id} | {m['n']} | {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, "
             f"{_fmt(reward['ci_high'])}] | {values} | {run.metadata.get('cost_usd', 0.0):.4f} |"
@@ -218,7 +228,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
 def summary_lines(env: Environment, metrics: Mapping[str, Any]) -> list[str]:
     """A short human summary of a run's metrics, for the CLI: reward, the env's headline metrics, format failures."""
     reward = metrics["reward"]
-    headline = "  ".join(f"{name} {_fmt(metrics.get(key))}" for name, key in env.report_columns())
+    headline = "  ".join(f"{name} {_fmt(metric_value(metrics, key))}" for name, key in env.report_columns())
     return [
         f"reward {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, {_fmt(reward['ci_high'])}]  {headline}",
         f"format failures: {json.dumps(metrics.get('format_errors', {}))}",

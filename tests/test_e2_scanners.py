@@ -490,6 +490,8 @@ def test_resource_at_line_names_kubernetes_objects_and_terraform_blocks() -> Non
     unnamed = "kind: Pod\nmetadata:\n  labels:\n    name: decoy\n---\n# only a comment\n---\nkind: Service\nspec: {}\n"
     assert resource_at_line(unnamed, 2, "kubernetes") == "Pod/#0"
     assert resource_at_line(unnamed, 9, "kubernetes") == "Service/#1"
+    inline = "apiVersion: v1\nkind: Pod\nmetadata: {labels: {app: x}, name: 'inline'}\nspec: {}\n"
+    assert resource_at_line(inline, 4, "kubernetes") == "Pod/inline"
     module = (FIXTURES / "tf_vulnerable.tf").read_text()
     assert resource_at_line(module, 16, "terraform") == "aws_security_group.ssh"
     assert resource_at_line('data "aws_iam_policy_document" "d" {\n  x = 1\n}\n', 2, "terraform") == (

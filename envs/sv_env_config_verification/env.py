@@ -113,6 +113,20 @@ class ConfigVerificationEnvironment(Environment):
         metrics["oracle_versions"] = dict(sorted(self.oracle.versions().items()))
         return metrics
 
+    def report_columns(self) -> list[tuple[str, str]]:
+        return [
+            ("F1 (severity-wtd)", "weighted.f1"),
+            ("precision", "weighted.precision"),
+            ("recall", "weighted.recall"),
+            ("F1 (unwtd)", "unweighted.f1"),
+            ("FPR clean", "fpr_clean"),
+            ("patch applies", "patch.applies_rate"),
+            ("fixes all", "patch.fixes_all_rate"),
+            ("introduces new", "patch.introduces_new_rate"),
+            ("tool calls/episode", "tools.tool_calls_per_episode"),
+            ("format fail", "format_failure_rate"),
+        ]
+
     def baselines(self) -> dict[str, Baseline]:
         return {"tool-oracle": baseline.tool_oracle(lambda: self.oracle)}
 

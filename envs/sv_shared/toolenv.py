@@ -355,6 +355,7 @@ def screen_configs(
 _K8S_DOC_SEPARATOR = re.compile(r"^(---|\.\.\.)\s*(#.*)?$")
 _K8S_KIND = re.compile(r"""^kind:\s*["']?([A-Za-z0-9]+)["']?\s*(#.*)?$""")
 _K8S_NAME = re.compile(r"""^\s+(name|generateName):\s*["']?([^"'#\s]+)["']?""")
+_K8S_INLINE_NAME = re.compile(r"""^metadata:\s*\{.*?\bname:\s*["']?([^"',}\s]+)""")
 _TF_BLOCK = re.compile(r'^(resource|data)\s+"([^"]+)"\s+"([^"]+)"')
 _TF_MODULE = re.compile(r'^module\s+"([^"]+)"')
 
@@ -382,6 +383,8 @@ def _k8s_resource(lines: list[str], line: int) -> str | None:
             kind = match.group(1)
         if text.startswith("metadata:"):
             in_metadata = True
+            if inline := _K8S_INLINE_NAME.search(text):  # metadata: {name: web, namespace: shop}
+                name = inline.group(1)
             continue
         if not in_metadata or not text.strip() or text.lstrip().startswith("#"):
             continue

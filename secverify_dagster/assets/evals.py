@@ -6,6 +6,7 @@ from sv_shared.registry import EnvironmentNotAvailable, get_environment, impleme
 
 from secverify_dagster.assets.corpora import curated_key
 from secverify_dagster.partitions import eval_partitions
+from secverify_dagster.reports import metric_value
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
 
@@ -76,18 +77,18 @@ def eval_results(
             "re-run to resume the missing samples",
         )
     metrics = outcome.summary["metrics"]
+    headline = {
+        key: float(value)
+        for _, key in env.report_columns()
+        if isinstance(value := metric_value(metrics, key), int | float)
+    }
     yield dg.MaterializeResult(
         metadata={
             "run_dir": dg.MetadataValue.path(str(outcome.run_dir)),
             "run_id": outcome.metadata["run_id"],
             "n": metrics["n"],
             "reward_mean": metrics["reward"]["mean"],
-            "accuracy": metrics["accuracy"],
-            "f1": metrics["f1"],
-            "fnr": metrics["fnr"],
-            "ece": metrics["ece"],
-            "brier": metrics["brier"],
-            "format_failure_rate": metrics["format_failure_rate"],
+            **headline,
             "dataset_hash": outcome.metadata["dataset"]["hash"],
             "verifier_version": outcome.metadata["verifier_version"],
             "code_version": outcome.metadata["code_version"],
