@@ -49,11 +49,11 @@ def bench_verifier(env, items: list[dict], total: int = 100_000) -> float:
 
 def bench_rollouts(env, dataset, n: int, batch: int, repeats: int) -> dict:
     import torch
-    from sv_shared.cache import JsonCache
 
     from secverify_dagster.resources.models import load_registry
     from secverify_dagster.resources.models.local_model import load_local_model
     from secverify_dagster.runner import EvalRunner, select_items
+    from sv_shared.cache import JsonCache
 
     spec = load_registry()["smollm2-135m-instruct"]
     t0 = time.perf_counter()

@@ -53,11 +53,10 @@ def _progress_printer(label: str):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sv_shared.cache import JsonCache
-
     from secverify_dagster.reports import summary_lines
     from secverify_dagster.resources.models import load_registry
     from secverify_dagster.runner import EvalRunner, embedded_dataset, read_dataset
+    from sv_shared.cache import JsonCache
 
     env = get_environment(args.env)
     registry = load_registry()
@@ -134,6 +133,28 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scan(args: argparse.Namespace) -> int:
+    """Every scanner's normalized findings on config files, as JSON (the E2 oracle's front door)."""
+    from sv_env_config_verification.oracle import Oracle
+
+    oracle = Oracle()
+    configs = [(path, Path(path).read_bytes()) for path in args.files]
+    results = oracle.scan_many(configs)
+    status = {
+        name: {"available": st.available, "version": st.version, "reason": st.reason}
+        for name, st in oracle.tool_status().items()
+    }
+    print(
+        json.dumps(
+            {"tools": status, "results": [result.to_dict() for result in results]},
+            indent=2,
+            ensure_ascii=False,
+            default=str,
+        )
+    )
+    return 1 if any(result.error for result in results) else 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
@@ -187,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--out", required=True, help="scored samples (JSONL)")
     score.add_argument("--summary", help="also write the metrics as JSON here")
     score.set_defaults(func=cmd_score)
+
+    scan = sub.add_parser("scan", help="normalized findings of every scanner on Kubernetes/Terraform files (JSON)")
+    scan.add_argument("files", nargs="+", help="YAML manifests, .tf or .tf.json files")
+    scan.set_defaults(func=cmd_scan)
 
     report = sub.add_parser("report", help="build an environment's report from its latest eval runs")
     report.add_argument("--env", required=True, choices=ENV_IDS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dagster as dg
-from sv_shared.registry import get_environment, implemented_env_ids
 
 from secverify_dagster.assets.checks import build_dataset_checks
 from secverify_dagster.assets.corpora import build_corpus_assets
@@ -13,6 +12,7 @@ from secverify_dagster.jobs import data_job, eval_job, report_job
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
+from sv_shared.registry import get_environment, implemented_env_ids
 
 ENVIRONMENTS = [get_environment(env_id) for env_id in implemented_env_ids()]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
+
 from sv_shared.registry import ENV_IDS
 
 MODELS_PARTITION = "models"

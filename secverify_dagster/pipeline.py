@@ -10,12 +10,12 @@ import time
 from collections.abc import Sequence
 
 import dagster as dg
-from sv_shared.config import outputs_dir
-from sv_shared.registry import get_environment
 
 from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
 from secverify_dagster.resources.models import load_registry, reachability
+from sv_shared.config import outputs_dir
+from sv_shared.registry import get_environment
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 

@@ -27,10 +27,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from sv_shared.cache import JsonCache
-from sv_shared.config import outputs_dir, project_root
-from sv_shared.contracts import Environment, Item, PolicyReply, ScoredSample
-from sv_shared.hashing import frame_hash, sha256_hex, stable_json
 
 from secverify_dagster.resources.models import (
     ChatRequest,
@@ -41,6 +37,10 @@ from secverify_dagster.resources.models import (
     open_client,
     reachability,
 )
+from sv_shared.cache import JsonCache
+from sv_shared.config import outputs_dir, project_root
+from sv_shared.contracts import Environment, Item, PolicyReply, ScoredSample
+from sv_shared.hashing import frame_hash, sha256_hex, stable_json
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -449,6 +449,7 @@ class EvalRunner:
             "env": self.env.env_id,
             "env_name": self.env.name,
             "verifier_version": self.env.verifier_version,
+            "verifier_provenance": self.env.provenance(),
             "model": _public_spec(self.spec),
             "generation": fingerprint["generation"],
             "config": self.env.config,

@@ -1,10 +1,10 @@
 """The seed's cadences: weekly quick sweep (E1–E4, N=10), bi-weekly full eval (all six), monthly reports."""
 
 import dagster as dg
-from sv_shared.registry import implemented_env_ids
 
 from secverify_dagster.jobs import eval_job
 from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from sv_shared.registry import implemented_env_ids
 
 WEEKLY_ENVS = ("e1", "e2", "e3", "e4")
 

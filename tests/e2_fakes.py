@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+
 from sv_env_config_verification.loading import ConfigParseError, detect_kind, parse_config
 from sv_env_config_verification.schema import findings_to_json, label_of, with_content_hash
 from sv_env_config_verification.synth import pod_spec_of

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from sv_shared.registry import get_environment
 
 from secverify_dagster.cli import main
 from secverify_dagster.runner import embedded_dataset
+from sv_shared.registry import get_environment
 
 
 @pytest.fixture()

@@ -10,9 +10,9 @@ from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
-from sv_shared.registry import implemented_env_ids
 from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
+from sv_shared.registry import implemented_env_ids
 
 
 def test_definitions_load_and_validate() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+
 from sv_env_network_logs import data, schema
 from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
 from sv_shared.hashing import content_hash, frame_hash

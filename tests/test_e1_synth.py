@@ -8,6 +8,7 @@ import math
 
 import polars as pl
 import pytest
+
 from sv_env_network_logs import data, schema, synth
 from sv_shared.hashing import frame_hash
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from e2_fakes import FakeOracle
+
 from sv_env_config_verification import data, schema
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config

@@ -9,14 +9,14 @@ from typing import Any
 
 import polars as pl
 import pytest
+
+from secverify_dagster.resources.models import ModelSpec
+from secverify_dagster.runner import EvalDataset, EvalRunner
 from sv_env_config_verification import data, rollout
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.env import ConfigVerificationEnvironment
 from sv_env_config_verification.oracle import Oracle
 from sv_shared.config import load_env_config
-
-from secverify_dagster.resources.models import ModelSpec
-from secverify_dagster.runner import EvalDataset, EvalRunner
 
 TOOL_ORACLE = ModelSpec(id="tool-oracle", provider="baseline", model="tool-oracle", envs=["e2"])
 

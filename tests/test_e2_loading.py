@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from sv_env_config_verification.loading import (
     DEFAULT_LIMITS,
     ConfigParseError,

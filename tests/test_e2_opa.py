@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from sv_env_config_verification.adapters.opa import RULE_MAP, OpaAdapter, render_message
 from sv_env_config_verification.canonical import CANONICAL
 from sv_env_config_verification.loading import ConfigParseError

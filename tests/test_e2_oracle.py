@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import regopy
+
 from sv_env_config_verification.adapters.opa import RULE_MAP as OPA_RULE_MAP
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.canonical import ADAPTER_MODULES, CANONICAL, canonical_id_for, mapping_table

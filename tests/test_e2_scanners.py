@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from sv_env_config_verification.adapters import checkov as checkov_mod
 from sv_env_config_verification.adapters import kubelinter as kubelinter_mod
 from sv_env_config_verification.adapters import semgrep as semgrep_mod

@@ -9,6 +9,7 @@ import json
 import polars as pl
 import pytest
 from e2_fakes import FakeOracle, make_item
+
 from sv_env_config_verification import data, patching, schema, synth
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config

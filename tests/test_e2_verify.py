@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from e2_fakes import FakeOracle, make_item
+
 from sv_env_config_verification import patching, schema, verify
 from sv_env_config_verification.patching import PatchError
 from sv_shared.rewards import RewardWeights

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import pytest
+
 from sv_shared.costs import CostTable
 from sv_shared.metrics import (
     MAX_CURVE_POINTS,

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from sv_shared.registry import get_environment
 
 from secverify_dagster.resources.models import (
     MODEL_ID_PATTERN,
@@ -19,6 +18,7 @@ from secverify_dagster.resources.models import (
     parse_registry,
     reachability,
 )
+from sv_shared.registry import get_environment
 
 EXPECTED = {
     "gpt-5": "openai",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from sv_shared.parsing import FormatError, JsonClassificationParser
 
 PARSER = JsonClassificationParser(labels=("Benign", "Malicious", "Abstain"))

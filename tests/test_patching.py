@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from sv_shared.patching import (
     PYTEST_PROTECTED,
     DiffStats,

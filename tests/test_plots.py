@@ -6,6 +6,7 @@ import struct
 from pathlib import Path
 
 import matplotlib
+
 from sv_shared.costs import CostTable
 from sv_shared.metrics import Outcome, classification_metrics
 from sv_shared.plots import plot_reliability, plot_risk_coverage

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from sv_env_network_logs.verify import detection_task, score_completion
 from sv_shared.config import load_env_config
 from sv_shared.costs import CostTable

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sv_shared.registry import get_environment
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ProviderError, load_registry, open_client
 from secverify_dagster.runner import EvalRunner, RunMismatchError, embedded_dataset, select_items
+from sv_shared.registry import get_environment
 
 ENV = get_environment("e1")
 HEURISTIC = load_registry()["heuristic"]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from sv_shared import sandbox as sandbox_module
 from sv_shared.patching import PYTEST_PROTECTED, PatchError, apply_patch_to_dir
 from sv_shared.sandbox import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+
 from sv_shared.hashing import frame_hash
 from sv_shared.splits import allocate_counts, stratified_split, validate_fractions
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 import sv_shared.statistics as statistics
 from sv_shared.statistics import PairedBootstrap, align_paired, bootstrap_mean_ci, paired_bootstrap
 

@@ -29,9 +29,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import polars as pl
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
-from sv_shared.findings import Finding
-from sv_shared.splits import stratified_split, validate_fractions
 
 from sv_env_config_verification.loading import ConfigParseError, decode_config, parse_config
 from sv_env_config_verification.schema import (
@@ -45,6 +42,9 @@ from sv_env_config_verification.schema import (
     validate_items,
     with_content_hash,
 )
+from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.findings import Finding
+from sv_shared.splits import stratified_split, validate_fractions
 
 logger = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from sv_shared.cache import JsonCache
-from sv_shared.config import outputs_dir
-from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, Policy, ScoredSample
-from sv_shared.findings import Finding
 
 from sv_env_config_verification import baseline, data, prompts, rollout, schema, synth, verify
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.tools import ALL, ToolBox
+from sv_shared.cache import JsonCache
+from sv_shared.config import outputs_dir
+from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, Policy, ScoredSample
+from sv_shared.findings import Finding
 
 
 class ConfigVerificationEnvironment(Environment):
@@ -112,6 +112,14 @@ class ConfigVerificationEnvironment(Environment):
         )
         metrics["oracle_versions"] = dict(sorted(self.oracle.versions().items()))
         return metrics
+
+    def provenance(self) -> dict[str, Any]:
+        status = self.oracle.tool_status()
+        return {
+            "scanners": dict(sorted(self.oracle.versions().items())),
+            "rulesets": dict(sorted(self.oracle.ruleset_hashes().items())),
+            "unavailable": {name: st.reason for name, st in sorted(status.items()) if not st.available},
+        }
 
     def report_columns(self) -> list[tuple[str, str]]:
         return [

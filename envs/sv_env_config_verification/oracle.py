@@ -26,10 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from sv_shared.cache import JsonCache
-from sv_shared.findings import SEVERITIES, Finding, ScannerAdapter, ToolStatus
-from sv_shared.hashing import sha256_hex
-
 from sv_env_config_verification.canonical import CANONICAL, canonical_id_for
 from sv_env_config_verification.loading import (
     DEFAULT_LIMITS,
@@ -41,6 +37,9 @@ from sv_env_config_verification.loading import (
     detect_kind,
     parse_config,
 )
+from sv_shared.cache import JsonCache
+from sv_shared.findings import SEVERITIES, Finding, ScannerAdapter, ToolStatus
+from sv_shared.hashing import sha256_hex
 
 CACHE_NAMESPACE = "scanner"
 SCANNER_ERROR = "scanner_error"

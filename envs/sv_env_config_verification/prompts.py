@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sv_shared.contracts import Message
-
 from sv_env_config_verification.schema import canonical_ids, canonical_severity, canonical_title
+from sv_shared.contracts import Message
 
 ANSWER_FORMAT = (
     'Reply with JSON only: {"violations": [{"id": "<canonical id>", "severity": "low" | "medium" | "high", '

@@ -18,10 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sv_shared.contracts import Message
-
 from sv_env_config_verification import prompts
 from sv_env_config_verification.tools import ToolBox, ToolCall, parse_native_calls, parse_text_calls, tool_specs
+from sv_shared.contracts import Message
 
 Policy = Callable[[list[Message], list[dict[str, Any]] | None], Any]
 REFUSED = "refused: the episode's budget of {limit} scanner calls is spent; reply with your final JSON answer now"

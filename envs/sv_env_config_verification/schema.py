@@ -21,14 +21,14 @@ from typing import Any
 import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
+
+from sv_env_config_verification.canonical import CANONICAL
+from sv_env_config_verification.patching import PatchError, json_patch_from_text, validate_json_patch
 from sv_shared.contracts import ParseResult
 from sv_shared.errors import CorpusValidationError
 from sv_shared.findings import SEVERITIES, Finding
 from sv_shared.hashing import content_hash
 from sv_shared.parsing import extract_json_object, parse_confidence
-
-from sv_env_config_verification.canonical import CANONICAL
-from sv_env_config_verification.patching import PatchError, json_patch_from_text, validate_json_patch
 
 KINDS: tuple[str, ...] = ("kubernetes", "terraform")
 LABELS: tuple[str, ...] = ("vulnerable", "secure")

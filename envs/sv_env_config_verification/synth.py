@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 import yaml
-from sv_shared.hashing import content_hash, stable_json
 
 from sv_env_config_verification import hcltext
 from sv_env_config_verification.data import Scanner
@@ -41,6 +40,7 @@ from sv_env_config_verification.schema import (
     label_of,
     validate_items,
 )
+from sv_shared.hashing import content_hash, stable_json
 
 MAX_SEED = 2**62
 WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")

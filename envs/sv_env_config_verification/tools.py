@@ -19,9 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sv_shared.findings import Finding
-
 from sv_env_config_verification.schema import MAX_CONTENT_BYTES
+from sv_shared.findings import Finding
 
 SCAN = "scan"
 ALL = "all"

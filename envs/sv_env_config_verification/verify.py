@@ -28,16 +28,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sv_shared.contracts import ScoredSample
-from sv_shared.findings import SEVERITY_WEIGHTS, Finding
-from sv_shared.metrics import mean_or_none, reward_summary
-from sv_shared.rewards import RewardWeights, failed_components
-
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, parse_config
 from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
 from sv_env_config_verification.schema import CANONICAL, findings_from_json, parse_answer
 from sv_env_config_verification.synth import dump_yaml, pod_spec_of
+from sv_shared.contracts import ScoredSample
+from sv_shared.findings import SEVERITY_WEIGHTS, Finding
+from sv_shared.metrics import mean_or_none, reward_summary
+from sv_shared.rewards import RewardWeights, failed_components
 
 COMPONENTS: tuple[str, ...] = ("detection", "patch", "format")
 UNKNOWN_ID_SEVERITY = "medium"

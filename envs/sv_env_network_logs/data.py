@@ -17,8 +17,6 @@ from importlib import resources
 from pathlib import Path
 
 import polars as pl
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
-from sv_shared.splits import stratified_split, validate_fractions
 
 from sv_env_network_logs.schema import (
     FLOW_COLUMNS,
@@ -27,6 +25,8 @@ from sv_env_network_logs.schema import (
     validate_flows,
     with_content_hash,
 )
+from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.splits import stratified_split, validate_fractions
 
 logger = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, ScoredSample
 
 from sv_env_network_logs import baseline, data, prompts, schema, synth, verify
+from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, ScoredSample
 
 
 class NetworkLogsEnvironment(Environment):

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
+
 from sv_shared.errors import CorpusValidationError
 from sv_shared.hashing import content_hash
 

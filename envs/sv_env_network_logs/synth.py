@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from sv_shared.hashing import stable_json
-from sv_shared.splits import allocate_counts
 
 from sv_env_network_logs.schema import (
     FEATURE_COLUMNS,
@@ -27,6 +25,8 @@ from sv_env_network_logs.schema import (
     validate_flows,
     with_content_hash,
 )
+from sv_shared.hashing import stable_json
+from sv_shared.splits import allocate_counts
 
 Row = dict[str, Any]
 Episode = tuple[dict[str, Any], list[Row]]

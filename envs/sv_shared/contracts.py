@@ -140,6 +140,10 @@ class Environment(ABC):
         """
         raise TypeError(f"{self.name} has no multi-turn mode")
 
+    def provenance(self) -> dict[str, Any]:
+        """What else a score depends on (scanner versions, rule-set hashes), for every run's metadata."""
+        return {}
+
     def report_columns(self) -> list[tuple[str, str]]:
         """(header, metric key) pairs that reports and the CLI show for this environment, after the reward."""
         return []

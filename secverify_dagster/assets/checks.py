@@ -5,11 +5,11 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
-from sv_shared.contracts import Environment
-from sv_shared.datasets import read_dataset, value_counts
 
 from secverify_dagster.assets.corpora import SPLITS, curated_key, synthetic_key
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
+from sv_shared.contracts import Environment
+from sv_shared.datasets import read_dataset, value_counts
 
 
 def _latest_synthetic(directory: Path) -> Path:

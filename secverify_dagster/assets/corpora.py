@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import dagster as dg
 import polars as pl
+
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
 from sv_shared.datasets import read_dataset, value_counts, write_dataset
 from sv_shared.hashing import frame_hash
-
-from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 
 SPLITS = ("train", "dev", "test")
 

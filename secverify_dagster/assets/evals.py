@@ -1,14 +1,14 @@
 """eval_results: one environment × one model per partition, written by the eval runner as a run folder."""
 
 import dagster as dg
-from sv_shared.datasets import read_dataset
-from sv_shared.registry import EnvironmentNotAvailable, get_environment, implemented_env_ids
 
 from secverify_dagster.assets.corpora import curated_key
 from secverify_dagster.partitions import eval_partitions
 from secverify_dagster.reports import metric_value
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
+from sv_shared.datasets import read_dataset
+from sv_shared.registry import EnvironmentNotAvailable, get_environment, implemented_env_ids
 
 EVAL_RESULTS = dg.AssetKey("eval_results")
 

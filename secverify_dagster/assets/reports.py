@@ -3,11 +3,11 @@
 from datetime import UTC, datetime
 
 import dagster as dg
-from sv_shared.contracts import Environment
 
 from secverify_dagster.assets.evals import EVAL_RESULTS
 from secverify_dagster.reports import build_report
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
+from sv_shared.contracts import Environment
 
 
 def report_key(env_id: str) -> dg.AssetKey:

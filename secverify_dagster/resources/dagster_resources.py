@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import dagster as dg
-from sv_shared.cache import JsonCache
-from sv_shared.config import outputs_dir
 
 from secverify_dagster.resources.models import ModelSpec, Reachability, load_registry, reachability
+from sv_shared.cache import JsonCache
+from sv_shared.config import outputs_dir
 
 
 class ModelRegistryResource(dg.ConfigurableResource):

@@ -1,11 +1,11 @@
 """The new-model sensor: watches configs/models.yaml and backfills every new model on every environment."""
 
 import dagster as dg
-from sv_shared.registry import implemented_env_ids
 
 from secverify_dagster.jobs import eval_job
 from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
+from sv_shared.registry import implemented_env_ids
 
 
 def plan_backfill(new_models: list[str], env_ids: list[str]) -> list[dg.RunRequest]:

@@ -23,9 +23,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sv_shared.findings import SEVERITIES, Finding, ToolStatus
-from sv_shared.hashing import sha256_hex
-
 from sv_env_config_verification.loading import (
     DEFAULT_LIMITS,
     LOADER_VERSION,
@@ -36,6 +33,8 @@ from sv_env_config_verification.loading import (
     detect_kind,
     parse_config,
 )
+from sv_shared.findings import SEVERITIES, Finding, ToolStatus
+from sv_shared.hashing import sha256_hex
 
 POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
 POLICY_KINDS: tuple[str, ...] = ("kubernetes", "terraform")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from sv_shared.findings import Finding, ToolStatus
 from sv_shared.hashing import sha256_hex, stable_json
 from sv_shared.toolenv import (

@@ -1,0 +1,479 @@
+"""Loaders mapping real email corpora and the shipped corpus to E4 items, and the curated splits.
+
+- zefang-liu/phishing-email-dataset (HF; a copy of Kaggle's "Phishing Email Detection"): one CSV,
+  Phishing_Email.csv, with an unnamed index column ("" in the file, "Unnamed: 0" once pandas has read it),
+  "Email Text" (the body only) and "Email Type" ("Phishing Email" / "Safe Email"). Bodies become text/plain
+  messages with no originator headers (the corpus has none); a leading "Subject:" line becomes the Subject header.
+- Enron ham: the CMU maildir tree (maildir/<user>/<folder>/<n>., one RFC 5322 message a file, with Enron's X-From,
+  X-Folder … headers) or mbox files; every message is Legitimate correspondence.
+- APWG-style phishing feeds: the eCrime eXchange phish records (url, brand, date_discovered, confidence_level; as a
+  CSV export, a JSON API response {"_embedded": {"phish": [...]}}, a JSON list or JSONL), optionally with a column
+  holding the reported email itself (raw_email, email or message). A row with an email maps to that email; a row
+  with only a URL becomes a synthetic lure around the real URL (synth.url_lure; source_corpus sv-synthetic).
+
+Rows are never coerced: a row that cannot be an item (empty text, unknown label, oversized message, not an email,
+low feed confidence) is dropped and counted by reason in a LoadReport; with strict=True it raises instead. A message
+the parser finds damaged is kept, with its problems in parse_warnings. Every load is deduplicated and validated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mailbox
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sv_env_phishing_detection import detectors, synth
+from sv_env_phishing_detection.schema import (
+    EMAIL_COLUMNS,
+    EMAIL_SCHEMA,
+    MAX_RAW_CHARS,
+    validate_emails,
+    with_content_hash,
+)
+from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.hashing import sha256_hex
+from sv_shared.splits import stratified_split, validate_fractions
+
+logger = logging.getLogger(__name__)
+
+ZEFANG_HUB_ID = "zefang-liu/phishing-email-dataset"
+ZEFANG_TEXT = "Email Text"
+ZEFANG_TYPE = "Email Type"
+ZEFANG_LABELS: dict[str, str] = {"Phishing Email": "Phishing", "Safe Email": "Legitimate"}
+APWG_EMAIL_COLUMNS: tuple[str, ...] = ("raw_email", "email", "message")
+DEFAULT_MIN_CONFIDENCE = 90
+"""eCX confidence_level (0-100) below which a feed row is dropped; 90 is what CIF's APWG connector asked for."""
+EMBEDDED_FILE = "embedded_emails.jsonl"
+DEFAULT_FRACTIONS: dict[str, float] = {"train": 0.7, "dev": 0.15, "test": 0.15}
+EMPTY_TEXT_MARKERS = frozenset({"", "empty", "nan"})
+"""Cells that hold no email: blank, and the literal "empty" the Kaggle export uses for missing bodies."""
+
+_MAX_EXAMPLES = 5
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HEADER_LINE = re.compile(r"^[!-9;-~]+:")
+_SUBJECT_LINE = re.compile(r"^\s*subject:[ \t]*(.*)$", re.IGNORECASE)
+
+
+@dataclass
+class LoadReport:
+    """What a load read, kept and dropped (by reason), with examples, for asset metadata and logs."""
+
+    source: str
+    rows_read: int = 0
+    rows_loaded: int = 0
+    rows_dropped: int = 0
+    duplicates: int = 0
+    rows_with_warnings: int = 0
+    """Kept rows whose message the parser found damaged (their parse_warnings say how)."""
+    synthetic_lures: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def drop(self, reason: str, where: str, *, strict: bool) -> None:
+        self.rows_dropped += 1
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+        if len(self.examples) < _MAX_EXAMPLES:
+            self.examples.append(f"{where} ({reason})")
+        if strict:
+            raise CorpusValidationError(f"untrusted row with strict=True: {where}: {reason}")
+
+    def summary(self) -> str:
+        reasons = ", ".join(f"{reason}: {count}" for reason, count in sorted(self.dropped.items())) or "none"
+        return (
+            f"{self.source}: read {self.rows_read} rows, loaded {self.rows_loaded}, dropped {self.rows_dropped} "
+            f"({reasons}), {self.duplicates} duplicates removed, {self.rows_with_warnings} with parse warnings"
+            + (f", {self.synthetic_lures} URL-only rows as synthetic lures" if self.synthetic_lures else "")
+            + (f"; e.g. {'; '.join(self.examples)}" if self.examples else "")
+        )
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A message on its way to becoming an item; language None means "guess it from the text"."""
+
+    raw_email: str
+    label: str
+    scenario: str
+    where: str
+    language: str | None = None
+
+
+# --- assembling items ---------------------------------------------------------------------------------------------
+
+
+def _item(row: _Row, corpus: str) -> dict[str, Any]:
+    return {
+        "raw_email": row.raw_email,
+        "language": row.language or detectors.language_of(row.raw_email),
+        "label": row.label,
+        "scenario": row.scenario,
+        "source_corpus": corpus,
+        "generator": None,
+        "generator_params": None,
+        "generator_seed": None,
+        **detectors.item_fields(row.raw_email),
+    }
+
+
+def _frame(items: list[dict[str, Any]]) -> pl.DataFrame:
+    schema = {column: EMAIL_SCHEMA[column] for column in EMAIL_COLUMNS if column not in ("email_id", "content_hash")}
+    frame = pl.DataFrame(items, schema=schema) if items else pl.DataFrame(schema=schema)
+    return with_content_hash(frame).select(EMAIL_COLUMNS)
+
+
+def _finish(
+    rows: Iterable[_Row],
+    *,
+    corpus: str,
+    report: LoadReport,
+    strict: bool,
+    extra: Iterable[dict[str, Any]] = (),
+) -> pl.DataFrame:
+    """Check sizes, run the detectors, hash, deduplicate and validate; log what was dropped."""
+    items = []
+    for row in rows:
+        if len(row.raw_email) > MAX_RAW_CHARS:
+            report.drop(f"message larger than {MAX_RAW_CHARS:,} characters", row.where, strict=strict)
+            continue
+        items.append(_item(row, corpus))
+    items.extend(extra)
+    frame = _frame(items)
+    deduped = dedupe(frame)
+    report.duplicates += frame.height - deduped.height
+    report.rows_loaded = deduped.height
+    report.rows_with_warnings = int((deduped["parse_warnings"] != "[]").sum())
+    (logger.warning if report.rows_dropped else logger.info)(report.summary())
+    return validate_emails(deduped, check_hashes=False)
+
+
+def dedupe(frame: pl.DataFrame) -> pl.DataFrame:
+    """Drop rows whose content_hash occurred earlier (same message and label), keeping the first."""
+    return frame.unique(subset="content_hash", keep="first", maintain_order=True)
+
+
+def body_message(text: str, *, subject: str | None = None) -> str:
+    """A body-only corpus row as a MIME text/plain message (UTF-8, 8bit); no originator headers are invented."""
+    headers = ["MIME-Version: 1.0", 'Content-Type: text/plain; charset="utf-8"', "Content-Transfer-Encoding: 8bit"]
+    if subject:
+        headers.insert(0, f"Subject: {' '.join(subject.split())}")
+    return "\n".join(headers) + "\n\n" + text.replace("\r\n", "\n")
+
+
+# --- zefang-liu/phishing-email-dataset ------------------------------------------------------------------------------
+
+
+def _read_table(path: Path, limit: int | None) -> pl.DataFrame:
+    suffix = path.suffix.casefold()
+    if suffix == ".parquet":
+        return pl.read_parquet(path, n_rows=limit)
+    if suffix in (".jsonl", ".ndjson"):
+        return pl.read_ndjson(path, n_rows=limit, infer_schema_length=None)
+    if suffix == ".csv":
+        return pl.read_csv(path, infer_schema=False, n_rows=limit, encoding="utf8-lossy")
+    raise CorpusValidationError(f"{path}: unsupported file type; expected .csv, .parquet or .jsonl")
+
+
+def _from_hub(dataset_id: str, split: str, limit: int | None, mirror_hint: str) -> pl.DataFrame:
+    """A hub dataset through `datasets` (offline, only a cached copy loads); unreachable -> a clear error."""
+    import datasets  # heavy; only the hub path needs it
+
+    try:
+        dataset = datasets.load_dataset(dataset_id, split=split)
+    except (ConnectionError, FileNotFoundError) as error:
+        raise CorpusUnavailableError(
+            f"cannot load {dataset_id!r} (split {split!r}) from the Hugging Face hub: {error}. The hub is not "
+            f"reachable from here and no cached copy exists; download the dataset elsewhere and pass the local "
+            f"mirror instead, e.g. {mirror_hint}."
+        ) from error
+    if limit is not None:
+        dataset = dataset.select(range(min(limit, len(dataset))))
+    return dataset.to_polars()
+
+
+def _split_subject(text: str) -> tuple[str | None, str]:
+    """("re : meeting", rest) for Enron-derived bodies that start with a "Subject:" line, else (None, text)."""
+    first, _, rest = text.lstrip("\n").partition("\n")
+    match = _SUBJECT_LINE.match(first)
+    return (match.group(1).strip() or None, rest) if match else (None, text)
+
+
+def _zefang_rows(table: pl.DataFrame, source: str, report: LoadReport, strict: bool) -> Iterator[_Row]:
+    missing = [column for column in (ZEFANG_TEXT, ZEFANG_TYPE) if column not in table.columns]
+    if missing:
+        raise CorpusValidationError(
+            f"{source}: not the zefang-liu/phishing-email-dataset layout: missing column(s) {missing}; "
+            f"found {table.columns[:20]}"
+        )
+    for index, (text, kind) in enumerate(table.select(ZEFANG_TEXT, ZEFANG_TYPE).iter_rows()):
+        report.rows_read += 1
+        where = f"{Path(source).name} data row {index}"
+        label = ZEFANG_LABELS.get(str(kind).strip()) if kind is not None else None
+        if label is None:
+            report.drop(f"{ZEFANG_TYPE} not one of {sorted(ZEFANG_LABELS)}", where, strict=strict)
+            continue
+        if text is None or str(text).strip().casefold() in EMPTY_TEXT_MARKERS:
+            report.drop(f"empty {ZEFANG_TEXT}", where, strict=strict)
+            continue
+        subject, body = _split_subject(str(text))
+        yield _Row(body_message(body, subject=subject), label, "unspecified", where, language="en")
+
+
+def load_zefang(
+    source: str | Path = ZEFANG_HUB_ID,
+    *,
+    split: str = "train",
+    limit: int | None = None,
+    report: LoadReport | None = None,
+    strict: bool = False,
+) -> pl.DataFrame:
+    """zefang-liu/phishing-email-dataset from its HF id or a local mirror (Phishing_Email.csv, or a parquet/JSONL
+    copy with the same columns); `split` only applies to hub ids. The corpus is English (its card says so)."""
+    report = report if report is not None else LoadReport(source=str(source))
+    path = Path(source)
+    if path.exists():
+        table = _read_table(path, limit)
+    elif isinstance(source, str) and _HUB_ID.match(source):
+        table = _from_hub(source, split, limit, "load_zefang('/data/Phishing_Email.csv')")
+    else:
+        raise FileNotFoundError(f"phishing-email-dataset source {source!r} is neither an existing path nor a hub id")
+    return _finish(
+        _zefang_rows(table, str(source), report, strict), corpus="zefang-liu-phishing", report=report, strict=strict
+    )
+
+
+# --- Enron ham (maildir or mbox) ----------------------------------------------------------------------------------
+
+
+def decode_message_bytes(data: bytes) -> str:
+    """Message bytes as text: UTF-8 when valid, else Latin-1, which maps every byte to one character (lossless)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _is_mbox(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(5) == b"From "
+
+
+def _mail_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        files = sorted(
+            candidate
+            for candidate in path.rglob("*")
+            if candidate.is_file() and not any(part.startswith(".") for part in candidate.relative_to(path).parts)
+        )
+        if files:
+            return files
+        raise FileNotFoundError(f"{path}: no message or mbox files inside")
+    raise FileNotFoundError(f"corpus path {path} does not exist")
+
+
+def _messages(path: Path, limit: int | None) -> Iterator[tuple[str, bytes]]:
+    """(where, message bytes) of every message under path: maildir files one each, mbox files message by message."""
+    count = 0
+    for file in _mail_files(path):
+        if _is_mbox(file):
+            box = mailbox.mbox(file, create=False)
+            try:
+                for index, key in enumerate(box.keys()):
+                    if limit is not None and count >= limit:
+                        return
+                    count += 1
+                    yield f"{file.name} message {index}", box.get_bytes(key)
+            finally:
+                box.close()
+            continue
+        if limit is not None and count >= limit:
+            return
+        count += 1
+        yield str(file.relative_to(path)) if path.is_dir() else file.name, file.read_bytes()
+
+
+def _enron_rows(path: Path, limit: int | None, report: LoadReport, strict: bool) -> Iterator[_Row]:
+    for where, data in _messages(path, limit):
+        report.rows_read += 1
+        raw = decode_message_bytes(data)
+        if not _HEADER_LINE.match(raw.lstrip("\r\n")):
+            report.drop("not an RFC 5322 message (no header lines)", where, strict=strict)
+            continue
+        yield _Row(raw, "Legitimate", "correspondence", where)
+
+
+def load_enron(
+    path: str | Path, *, limit: int | None = None, report: LoadReport | None = None, strict: bool = False
+) -> pl.DataFrame:
+    """Enron ham from the maildir tree (or any directory of message files) and/or mbox files under path."""
+    report = report if report is not None else LoadReport(source=str(path))
+    return _finish(_enron_rows(Path(path), limit, report, strict), corpus="enron", report=report, strict=strict)
+
+
+# --- APWG-style phishing feeds ------------------------------------------------------------------------------------
+
+
+def _feed_records(path: Path) -> list[dict[str, Any]]:
+    """Feed rows as dicts from CSV, JSONL, a JSON list or an eCX response ({"_embedded": {"phish": [...]}})."""
+    suffix = path.suffix.casefold()
+    if suffix == ".csv":
+        return pl.read_csv(path, infer_schema=False, encoding="utf8-lossy").to_dicts()
+    if suffix in (".jsonl", ".ndjson"):
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("_embedded"), dict):
+            data = data["_embedded"].get("phish", [])
+        if isinstance(data, list) and all(isinstance(entry, dict) for entry in data):
+            return data
+        raise CorpusValidationError(f"{path}: JSON feed must be a list of records or an eCX phish response")
+    raise CorpusValidationError(f"{path}: unsupported feed file; expected .csv, .json or .jsonl")
+
+
+def _confidence(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def load_apwg(
+    path: str | Path,
+    *,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+    seed: int = 0,
+    report: LoadReport | None = None,
+    strict: bool = False,
+) -> pl.DataFrame:
+    """Phishing items from an APWG-style feed file: reported emails as they are, URL-only rows as synthetic lures
+    (each seeded from `seed` and its URL, so a load is reproducible whatever the row order)."""
+    path = Path(path)
+    report = report if report is not None else LoadReport(source=str(path))
+    records = _feed_records(path)
+    email_column = next((column for column in APWG_EMAIL_COLUMNS if records and column in records[0]), None)
+    if records and email_column is None and "url" not in records[0]:
+        raise CorpusValidationError(
+            f"{path}: not an APWG-style feed: needs a url column or one of {list(APWG_EMAIL_COLUMNS)}; "
+            f"found {sorted(records[0])[:20]}"
+        )
+    rows: list[_Row] = []
+    lures: list[dict[str, Any]] = []
+    seen_urls: set[str] = set()
+    for index, record in enumerate(records):
+        report.rows_read += 1
+        where = f"{path.name} row {index}"
+        confidence = _confidence(record.get("confidence_level"))
+        if record.get("confidence_level") not in (None, "") and confidence is None:
+            report.drop("confidence_level not a number", where, strict=strict)
+            continue
+        if confidence is not None and confidence < min_confidence:
+            report.drop(f"confidence_level below {min_confidence:g}", where, strict=strict)
+            continue
+        raw = record.get(email_column) if email_column else None
+        if isinstance(raw, str) and raw.strip():
+            rows.append(_Row(raw.replace("\r\n", "\n"), "Phishing", "unspecified", where))
+            continue
+        url = str(record.get("url") or "").strip()
+        if detectors.href_host(url) is None:
+            report.drop("neither an email nor an http(s) URL", where, strict=strict)
+            continue
+        if url in seen_urls:
+            report.duplicates += 1
+            continue
+        seen_urls.add(url)
+        brand = record.get("brand")
+        lure_seed = int(sha256_hex(f"{seed}:{url}")[:15], 16)  # per URL: independent of row order
+        lures.append(synth.url_lure(url, str(brand) if brand else None, lure_seed, feed="apwg"))
+    report.synthetic_lures = len(lures)
+    return _finish(rows, corpus="apwg", report=report, strict=strict, extra=lures)
+
+
+def apwg_urls(path: str | Path, *, min_confidence: float = DEFAULT_MIN_CONFIDENCE) -> list[str]:
+    """The feed's URLs at or above min_confidence (to block-list their domains in the reputation store)."""
+    urls = []
+    for record in _feed_records(Path(path)):
+        confidence = _confidence(record.get("confidence_level"))
+        url = str(record.get("url") or "").strip()
+        if url and (confidence is None or confidence >= min_confidence):
+            urls.append(url)
+    return urls
+
+
+# --- the embedded corpus ------------------------------------------------------------------------------------------
+
+
+def embedded_path() -> Path:
+    return Path(str(resources.files("sv_env_phishing_detection") / "data" / EMBEDDED_FILE))
+
+
+def load_embedded() -> pl.DataFrame:
+    """The shipped corpus (written by scripts/build_e4_embedded.py), loaded strictly: a bad shipped row is a bug."""
+    path = embedded_path()
+    report = LoadReport(source=str(path))
+    rows = []
+    for index, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        record = json.loads(line)
+        report.rows_read += 1
+        rows.append(
+            _Row(record["raw_email"], record["label"], record["scenario"], f"line {index + 1}", record["language"])
+        )
+    return _finish(rows, corpus="sv-embedded", report=report, strict=True)
+
+
+# --- curation -----------------------------------------------------------------------------------------------------
+
+
+def _strata(frame: pl.DataFrame, fractions: Mapping[str, float]) -> pl.Series:
+    """label/language/scenario where that cell can put a row in every split, else label/language, else label."""
+    smallest = min(value for value in fractions.values() if value > 0)
+    minimum = math.ceil(round(1 / smallest, 9))
+    fine = pl.concat_str([pl.col("label"), pl.col("language"), pl.col("scenario")], separator="/")
+    middle = pl.concat_str([pl.col("label"), pl.col("language"), pl.lit("*")], separator="/")
+    coarse = pl.concat_str([pl.col("label"), pl.lit("*"), pl.lit("*")], separator="/")
+    return frame.select(
+        pl.when(pl.len().over("label", "language", "scenario") >= minimum)
+        .then(fine)
+        .when(pl.len().over("label", "language") >= minimum)
+        .then(middle)
+        .otherwise(coarse)
+    ).to_series()
+
+
+def curate(
+    frames: list[pl.DataFrame],
+    *,
+    seed: int = 42,
+    fractions: Mapping[str, float] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Concatenate corpora, deduplicate and split them, stratified by label, language and (where counts allow)
+    scenario.
+
+    The same message under both labels (corpora disagree) is dropped entirely: neither label can be trusted.
+    Duplicates keep the row that sorts first on all columns, so the result does not depend on the order of frames
+    or rows. Splits come back in the order of `fractions`, each sorted by email_id.
+    """
+    checked = validate_fractions(fractions if fractions is not None else DEFAULT_FRACTIONS)
+    if not frames:
+        raise ValueError("curate needs at least one frame")
+    combined = pl.concat([validate_emails(frame) for frame in frames])
+    conflicted = (
+        combined.group_by("raw_email").agg(pl.col("label").n_unique().alias("labels")).filter(pl.col("labels") > 1)
+    )
+    if conflicted.height:
+        logger.warning("curate: dropping %d message(s) that carry both labels", conflicted.height)
+        combined = combined.filter(~pl.col("raw_email").is_in(conflicted["raw_email"].implode()))
+    combined = dedupe(combined.sort(EMAIL_COLUMNS, nulls_last=True))
+    combined = combined.with_columns(_strata(combined, checked).alias("__stratum"))
+    parts = stratified_split(combined, by=["__stratum"], fractions=checked, seed=seed, id_column="email_id")
+    return {name: validate_emails(part.drop("__stratum"), check_hashes=False) for name, part in parts.items()}
