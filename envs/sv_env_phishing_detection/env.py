@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -11,8 +13,8 @@ import polars as pl
 
 from sv_env_phishing_detection import baseline, data, prompts, schema, synth, verify
 from sv_env_phishing_detection.detectors import Analysis, analyze
-from sv_env_phishing_detection.reputation import ReputationStore, ReputationTool
-from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, ScoredSample
+from sv_env_phishing_detection.reputation import TOOL_NAME, TOOL_SPEC, ReputationStore, ReputationTool
+from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, Policy, ScoredSample
 
 ANALYSIS_CACHE_SIZE = 4_096
 """Detector results kept per environment, keyed by the raw message: a run scores each item once per model, a sweep over
@@ -134,3 +136,41 @@ class PhishingDetectionEnvironment(Environment):
                 store = store.with_blocklist(data.apwg_urls(Path(feed)), source="apwg")
             self._store = store
         return ReputationTool(store=self._store, budget=int(settings.get("budget", 3)))
+
+    def supports_tools(self) -> bool:
+        return True
+
+    def rollout(self, item: Item, policy: Policy, *, tool_protocol: str) -> ScoredSample:
+        """Classify with the optional URL-reputation tool: look-ups within its budget, then the JSON answer.
+
+        Every call and result is kept in the transcript; a model still calling when the turns run out is scored on
+        its last reply (usually a format failure)."""
+        tool = self.reputation_tool()
+        native = tool_protocol == "native"
+        messages = prompts.build_messages(
+            self.observation(item), tool_instructions=None if native else tool.instructions()
+        )
+        specs = [TOOL_SPEC] if native else None
+        text = ""
+        for _ in range(tool.budget + 1):
+            reply = policy(list(messages), specs)
+            text = reply.text
+            if native and reply.tool_calls:
+                messages.append({"role": "assistant", "content": text, "tool_calls": reply.tool_calls})
+                for call in reply.tool_calls:
+                    function = call.get("function") or {}
+                    result = (
+                        tool(function.get("arguments") or "{}")
+                        if function.get("name") == TOOL_NAME
+                        else {"error": f"unknown tool {function.get('name')!r}"}
+                    )
+                    messages.append({"role": "tool", "tool_call_id": call.get("id"), "content": json.dumps(result)})
+                continue
+            messages.append({"role": "assistant", "content": text})
+            results = [] if native else tool.respond_text(text)
+            if not results:
+                break
+            messages.append({"role": "user", "content": "\n".join(results)})
+        scored = self.score(item, text)
+        tools = {"tool_calls": len(tool.transcript), "calls": tool.transcript}
+        return dataclasses.replace(scored, details={**scored.details, "tools": tools, "transcript": messages})
