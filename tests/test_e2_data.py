@@ -84,8 +84,8 @@ def test_secure_variant_only_on_vulnerable_rows(embedded: pl.DataFrame) -> None:
 def test_embedded_corpus_counts_and_shape(embedded: pl.DataFrame) -> None:
     counts = data.value_counts(embedded)
     assert counts == {
-        "kubernetes/secure": 16,
-        "kubernetes/vulnerable": 19,
+        "kubernetes/secure": 17,
+        "kubernetes/vulnerable": 18,
         "terraform/secure": 13,
         "terraform/vulnerable": 16,
     }
