@@ -58,6 +58,8 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/bench_e1.py
+	$(BIN)/python bench/bench_e2.py
+	$(BIN)/python bench/bench_e4.py
 
 models: setup
 	$(BIN)/secverify models
