@@ -23,6 +23,7 @@ ENV_NAMES: dict[str, str] = {
 _IMPLEMENTATIONS: dict[str, str] = {
     "e1": "sv_env_network_logs.env:NetworkLogsEnvironment",
     "e2": "sv_env_config_verification.env:ConfigVerificationEnvironment",
+    "e3": "sv_env_code_vulnerability.env:CodeVulnerabilityEnvironment",
     "e4": "sv_env_phishing_detection.env:PhishingDetectionEnvironment",
 }
 

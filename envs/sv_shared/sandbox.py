@@ -735,7 +735,8 @@ class Sandbox:
             if cgroups is not None:
                 cgroups.kill_all()
                 cgroups.remove()
-            for fd in (*to_close, *pass_fds):
+            # Each descriptor exactly once: a second close could hit a descriptor another thread just opened.
+            for fd in dict.fromkeys((*to_close, *pass_fds)):
                 with contextlib.suppress(OSError):
                     os.close(fd)
         reason: KilledReason | None = None
