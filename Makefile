@@ -59,6 +59,7 @@ lint: setup
 bench: setup
 	$(BIN)/python bench/bench_e1.py
 	$(BIN)/python bench/bench_e2.py
+	$(BIN)/python bench/bench_e3.py
 	$(BIN)/python bench/bench_e4.py
 
 models: setup

@@ -83,6 +83,8 @@ class Environment(ABC):
 
     id_column: str
     """Column of the corpus frame that identifies an item across runs and models."""
+    label_column: str = "label"
+    """Column whose classes the data checks keep balanced and the asset metadata counts."""
 
     @abstractmethod
     def sources(self) -> list[str]:

@@ -37,7 +37,7 @@ def _balance_result(env: Environment, frames: dict[str, pl.DataFrame]) -> dg.Ass
         minimum = float(checks.get("synthetic_min_class_share", minimum))
     shares = {}
     for name, frame in frames.items():
-        counts = value_counts(frame, "label")
+        counts = value_counts(frame, env.label_column)
         total = sum(counts.values())
         shares[name] = {label: round(count / total, 4) for label, count in counts.items()} if total else {}
     passed = minimum == 0 or all(len(share) >= 2 and min(share.values()) >= minimum for share in shares.values())

@@ -33,8 +33,8 @@ def _preview(frame: pl.DataFrame, rows: int = 5) -> dg.MetadataValue:
         return dg.MetadataValue.md(f"```\n{frame.head(rows)}\n```")
 
 
-def _label_metadata(frame: pl.DataFrame) -> dict[str, dg.MetadataValue]:
-    return {"label_counts": dg.MetadataValue.json(value_counts(frame, "label"))}
+def _label_metadata(env: Environment, frame: pl.DataFrame) -> dict[str, dg.MetadataValue]:
+    return {"label_counts": dg.MetadataValue.json(value_counts(frame, env.label_column))}
 
 
 def build_raw_asset(env: Environment, source: str) -> dg.AssetsDefinition:
@@ -59,7 +59,7 @@ def build_raw_asset(env: Environment, source: str) -> dg.AssetsDefinition:
                 "rows": artifact.rows,
                 "dataset_hash": artifact.hash,
                 "source": source,
-                **_label_metadata(frame),
+                **_label_metadata(env, frame),
                 "preview": _preview(frame),
             }
         )
@@ -111,7 +111,7 @@ def build_curated_asset(env: Environment) -> dg.AssetsDefinition:
             artifact = write_dataset(splits[split], out_dir / f"{split}.parquet", {**provenance, "split": split})
             metadata[f"{split}_rows"] = artifact.rows
             metadata[f"{split}_hash"] = artifact.hash
-            metadata[f"{split}_labels"] = dg.MetadataValue.json(value_counts(splits[split], "label"))
+            metadata[f"{split}_labels"] = dg.MetadataValue.json(value_counts(splits[split], env.label_column))
         if ood_sources:
             ood = env.curate([read_dataset(raw_dir / f"{s}.parquet") for s in ood_sources], seed=config.seed)
             ood_frame = pl.concat([ood[split] for split in SPLITS])
@@ -174,7 +174,7 @@ def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
                 "rows": artifact.rows,
                 "dataset_hash": artifact.hash,
                 "seed": seed,
-                **_label_metadata(frame),
+                **_label_metadata(env, frame),
                 "generators": dg.MetadataValue.json(value_counts(frame, "generator")),
                 "preview": _preview(frame),
             }
