@@ -167,8 +167,13 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             "",
             *_metrics_table(env, runs),
             "",
-            "Reward: mean with a 95% bootstrap CI. ECE: 10 equal-width bins over answered items. "
-            "AURC: area under the risk–coverage curve (lower is better).",
+            "Reward: mean with a 95% bootstrap CI."
+            + (
+                " ECE: 10 equal-width bins over answered items. AURC: area under the risk–coverage curve "
+                "(lower is better)."
+                if calibrated
+                else ""
+            ),
             "",
             "## Paired comparisons (bootstrap over items, 10,000 resamples)",
             "",
