@@ -25,8 +25,8 @@ from pandera.api.polars.types import PolarsData
 from sv_env_config_verification.canonical import CANONICAL
 from sv_env_config_verification.patching import PatchError, json_patch_from_text, validate_json_patch
 from sv_shared.contracts import ParseResult
-from sv_shared.errors import CorpusValidationError
 from sv_shared.findings import SEVERITIES, Finding
+from sv_shared.frames import FrameRules, json_object_rows
 from sv_shared.hashing import content_hash
 from sv_shared.parsing import extract_json_object, parse_confidence
 
@@ -60,7 +60,6 @@ OBSERVATION_COLUMNS: tuple[str, ...] = ("kind", "filename", "content")
 
 _HEX16 = r"^[0-9a-f]{16}$"
 _FILENAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-_EXAMPLES = 3
 
 
 def canonical_ids(kind: str | None = None) -> tuple[str, ...]:
@@ -165,32 +164,13 @@ _RULE_COLUMNS: dict[str, list[str]] = {
 }
 
 
-def _raise(frame: pl.DataFrame, findings: list[tuple[str, str, list[int]]]) -> None:
-    lines = [f"invalid E2 item frame ({frame.height} rows): {len(findings)} rule(s) failed"]
-    for column, rule, rows in findings:
-        where = f"column {column!r}" if column in ITEM_SCHEMA else "frame"
-        shown = [
-            name for name in ["config_id", "filename", *_RULE_COLUMNS.get(rule, [column])] if name in frame.columns
-        ]
-        shown = [name for name in dict.fromkeys(shown) if name != "content"]
-        examples = "; ".join(f"row {row}: {frame.select(shown).row(row, named=True)}" for row in rows[:_EXAMPLES])
-        lines.append(f"  - {where} rule {rule!r}: {len(rows)} row(s); {examples or 'no row index'}")
-    raise CorpusValidationError("\n".join(lines))
-
-
-def _cast(frame: pl.DataFrame) -> pl.DataFrame:
-    missing = [column for column in ITEM_COLUMNS if column not in frame.columns]
-    if missing:
-        raise CorpusValidationError(f"invalid E2 item frame: missing column(s) {missing}; it has {frame.columns}")
-    columns = []
-    for column, dtype in ITEM_SCHEMA.items():
-        source = frame[column]
-        cast = source.cast(dtype, strict=False)
-        lost = (source.is_not_null() & cast.is_null()).arg_true().to_list()
-        if lost:
-            _raise(frame, [(column, f"cast {source.dtype} to {dtype}", lost)])
-        columns.append(cast)
-    return pl.DataFrame(columns)
+_FRAME = FrameRules(
+    "E2 item frame",
+    ITEM_SCHEMA,
+    shown=["config_id", "filename"],
+    rule_columns=_RULE_COLUMNS,
+    hidden=frozenset({"content"}),
+)
 
 
 def hash_rows(frame: pl.DataFrame) -> list[str]:
@@ -229,17 +209,10 @@ def validate_items(frame: pl.DataFrame, *, check_hashes: bool = True) -> pl.Data
     Raises CorpusValidationError naming each failed column and rule with example rows. With check_hashes the
     content hash is recomputed, so an edited config cannot pass as the original.
     """
-    typed = _cast(frame)
-    findings: list[tuple[str, str, list[int]]] = []
-    try:
-        ConfigItemSchema.validate(typed, lazy=True)
-    except pa.errors.SchemaErrors as error:
-        for key, group in error.failure_cases.group_by(["column", "check"], maintain_order=True):
-            rows = sorted({int(index) for index in group["index"].drop_nulls().to_list()})
-            findings.append((str(key[0]), str(key[1]), rows))
+    typed = _FRAME.cast(frame)
+    findings = _FRAME.schema_failures(ConfigItemSchema, typed)
     findings.extend(_finding_problems(typed))
-    params = typed["generator_params"].to_list()
-    bad_params = [index for index, text in enumerate(params) if text is not None and not _is_json_object(text)]
+    bad_params = json_object_rows(typed["generator_params"])
     if bad_params:
         findings.append(("generator_params", "JSON object", bad_params))
     if check_hashes and typed.height:
@@ -247,19 +220,12 @@ def validate_items(frame: pl.DataFrame, *, check_hashes: bool = True) -> pl.Data
         if stale:
             findings.append(("content_hash", "equals hash of kind + content", stale))
     if findings:
-        _raise(typed, findings)
+        _FRAME.fail(typed, findings)
     return typed
 
 
 def empty_frame() -> pl.DataFrame:
     return pl.DataFrame(schema=ITEM_SCHEMA)
-
-
-def _is_json_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False
 
 
 # --- the model's answer ---

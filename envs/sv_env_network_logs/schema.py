@@ -6,7 +6,6 @@ these columns, so the prompt renderer, the verifier and the heuristic baseline a
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -15,7 +14,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from sv_shared.errors import CorpusValidationError
+from sv_shared.frames import FrameRules, json_object_rows
 from sv_shared.hashing import content_hash
 
 LABELS: tuple[str, ...] = ("Benign", "Malicious")
@@ -80,7 +79,6 @@ HASH_COLUMNS: tuple[str, ...] = (*FEATURE_COLUMNS, "label")
 
 MAX_EPOCH_S = 4_102_444_800.0  # 2100-01-01: anything later is a unit error (ms or µs), not a flow time.
 _HEX16 = r"^[0-9a-f]{16}$"
-_EXAMPLES = 3
 
 
 class FlowSchema(pa.DataFrameModel):
@@ -149,45 +147,7 @@ _RULE_COLUMNS: dict[str, list[str]] = {
 }
 
 
-def _examples(frame: pl.DataFrame, rows: list[int], columns: list[str]) -> str:
-    shown = list(dict.fromkeys(column for column in ["flow_id", *columns] if column in frame.columns))
-    view = frame.select(shown)
-    return "; ".join(f"row {row}: {view.row(row, named=True)}" for row in rows[:_EXAMPLES])
-
-
-def _raise(frame: pl.DataFrame, findings: list[tuple[str, str, list[int]]]) -> None:
-    """Raise one error listing every failed rule: column, rule, how many rows and a few example rows."""
-    lines = [f"invalid E1 flow frame ({frame.height} rows): {len(findings)} rule(s) failed"]
-    for column, rule, rows in findings:
-        where = f"column {column!r}" if column in FLOW_SCHEMA else "frame"
-        detail = _examples(frame, rows, _RULE_COLUMNS.get(rule, [column])) if rows else "no row index"
-        lines.append(f"  - {where} rule {rule!r}: {len(rows)} row(s); {detail}")
-    raise CorpusValidationError("\n".join(lines))
-
-
-def _cast(frame: pl.DataFrame) -> pl.DataFrame:
-    """Select the schema's columns in order and cast them, naming cells a cast would turn into nulls."""
-    missing = [column for column in FLOW_COLUMNS if column not in frame.columns]
-    if missing:
-        raise CorpusValidationError(f"invalid E1 flow frame: missing column(s) {missing}; it has {frame.columns}")
-    findings: list[tuple[str, str, list[int]]] = []
-    columns = []
-    for column, dtype in FLOW_SCHEMA.items():
-        source = frame[column]
-        if source.dtype == dtype:
-            columns.append(source)
-            continue
-        cast = source.cast(dtype, strict=False)
-        lost_mask = source.is_not_null() & cast.is_null()
-        if source.dtype.is_float() and dtype.is_integer():  # 80.5 would silently become 80
-            lost_mask = lost_mask | (source != source.floor()).fill_null(False)
-        lost = lost_mask.arg_true().to_list()
-        if lost:
-            findings.append((column, f"cast {source.dtype} to {dtype}", lost))
-        columns.append(cast)
-    if findings:
-        _raise(frame, findings)
-    return pl.DataFrame(columns)
+_FRAME = FrameRules("E1 flow frame", FLOW_SCHEMA, shown=["flow_id"], rule_columns=_RULE_COLUMNS)
 
 
 def hash_rows(frame: pl.DataFrame) -> list[str]:
@@ -210,18 +170,9 @@ def validate_flows(frame: pl.DataFrame, *, check_hashes: bool = True) -> pl.Data
     Raises CorpusValidationError naming each failed column and rule with a few example rows. With check_hashes
     the stored content_hash is recomputed, so an edit that forgot to rehash cannot pass as the original flow.
     """
-    typed = _cast(frame)
-    findings: list[tuple[str, str, list[int]]] = []
-    try:
-        FlowSchema.validate(typed, lazy=True)
-    except pa.errors.SchemaErrors as error:
-        cases = error.failure_cases
-        for key, group in cases.group_by(["column", "check"], maintain_order=True):
-            column, rule = str(key[0]), str(key[1])
-            rows = sorted({int(index) for index in group["index"].drop_nulls().to_list()})
-            findings.append((column, rule, rows))
-    params = typed["generator_params"]
-    bad_json = [index for index, text in enumerate(params.to_list()) if text is not None and not _is_json_object(text)]
+    typed = _FRAME.cast(frame)
+    findings = _FRAME.schema_failures(FlowSchema, typed)
+    bad_json = json_object_rows(typed["generator_params"])
     if bad_json:
         findings.append(("generator_params", "JSON object", bad_json))
     if check_hashes and typed.height:
@@ -230,15 +181,8 @@ def validate_flows(frame: pl.DataFrame, *, check_hashes: bool = True) -> pl.Data
         if stale:
             findings.append(("content_hash", "equals hash of features + label", stale))
     if findings:
-        _raise(typed, findings)
+        _FRAME.fail(typed, findings)
     return typed
-
-
-def _is_json_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except json.JSONDecodeError:
-        return False
 
 
 @dataclass(frozen=True)

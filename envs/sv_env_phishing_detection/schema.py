@@ -17,7 +17,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from sv_shared.errors import CorpusValidationError
+from sv_shared.frames import FrameRules, json_object_rows
 from sv_shared.hashing import content_hash
 
 LABELS: tuple[str, ...] = ("Legitimate", "Phishing")
@@ -93,7 +93,6 @@ MAX_RAW_CHARS = 5_000_000
 """Largest message a corpus row may hold; loaders drop (and count) bigger ones instead of truncating them."""
 
 _HEX16 = r"^[0-9a-f]{16}$"
-_EXAMPLES = 3
 
 
 class EmailSchema(pa.DataFrameModel):
@@ -150,49 +149,7 @@ _RULE_COLUMNS: dict[str, list[str]] = {
 }
 
 
-def _examples(frame: pl.DataFrame, rows: list[int], columns: list[str]) -> str:
-    shown = list(dict.fromkeys(column for column in ["email_id", *columns] if column in frame.columns))
-    view = frame.select(shown)
-
-    def short(row: dict[str, Any]) -> dict[str, Any]:
-        return {
-            key: (value[:60] + "…" if isinstance(value, str) and len(value) > 60 else value)
-            for key, value in row.items()
-        }
-
-    return "; ".join(f"row {row}: {short(view.row(row, named=True))}" for row in rows[:_EXAMPLES])
-
-
-def _raise(frame: pl.DataFrame, findings: list[tuple[str, str, list[int]]]) -> None:
-    """Raise one error listing every failed rule: column, rule, how many rows and a few example rows."""
-    lines = [f"invalid E4 email frame ({frame.height} rows): {len(findings)} rule(s) failed"]
-    for column, rule, rows in findings:
-        where = f"column {column!r}" if column in EMAIL_SCHEMA else "frame"
-        detail = _examples(frame, rows, _RULE_COLUMNS.get(rule, [column])) if rows else "no row index"
-        lines.append(f"  - {where} rule {rule!r}: {len(rows)} row(s); {detail}")
-    raise CorpusValidationError("\n".join(lines))
-
-
-def _cast(frame: pl.DataFrame) -> pl.DataFrame:
-    """Select the schema's columns in order and cast them, naming cells a cast would turn into nulls."""
-    missing = [column for column in EMAIL_COLUMNS if column not in frame.columns]
-    if missing:
-        raise CorpusValidationError(f"invalid E4 email frame: missing column(s) {missing}; it has {frame.columns}")
-    findings: list[tuple[str, str, list[int]]] = []
-    columns = []
-    for column, dtype in EMAIL_SCHEMA.items():
-        source = frame[column]
-        if source.dtype == dtype:
-            columns.append(source)
-            continue
-        cast = source.cast(dtype, strict=False)
-        lost = (source.is_not_null() & cast.is_null()).arg_true().to_list()
-        if lost:
-            findings.append((column, f"cast {source.dtype} to {dtype}", lost))
-        columns.append(cast)
-    if findings:
-        _raise(frame, findings)
-    return pl.DataFrame(columns)
+_FRAME = FrameRules("E4 email frame", EMAIL_SCHEMA, shown=["email_id"], rule_columns=_RULE_COLUMNS)
 
 
 def hash_rows(frame: pl.DataFrame) -> list[str]:
@@ -217,19 +174,6 @@ def _json_list_rows(series: pl.Series) -> list[int]:
     return bad
 
 
-def _json_object_rows(series: pl.Series) -> list[int]:
-    bad = []
-    for index, text in enumerate(series.to_list()):
-        if text is None:
-            continue
-        try:
-            if not isinstance(json.loads(text), dict):
-                bad.append(index)
-        except json.JSONDecodeError:
-            bad.append(index)
-    return bad
-
-
 def validate_emails(frame: pl.DataFrame, *, check_hashes: bool = True, check_derived: bool = False) -> pl.DataFrame:
     """Cast and order the schema's columns (extra columns are dropped), then validate every rule.
 
@@ -237,21 +181,13 @@ def validate_emails(frame: pl.DataFrame, *, check_hashes: bool = True, check_der
     recomputes content_hash, so an edit that forgot to rehash cannot pass as the original message; check_derived
     re-runs the detectors, so stored indicators that an older detector version wrote are caught.
     """
-    typed = _cast(frame)
-    findings: list[tuple[str, str, list[int]]] = []
-    try:
-        EmailSchema.validate(typed, lazy=True)
-    except pa.errors.SchemaErrors as error:
-        cases = error.failure_cases
-        for key, group in cases.group_by(["column", "check"], maintain_order=True):
-            column, rule = str(key[0]), str(key[1])
-            rows = sorted({int(index) for index in group["index"].drop_nulls().to_list()})
-            findings.append((column, rule, rows))
+    typed = _FRAME.cast(frame)
+    findings = _FRAME.schema_failures(EmailSchema, typed)
     for column in ("indicators", "parse_warnings"):
         bad = _json_list_rows(typed[column])
         if bad:
             findings.append((column, "JSON list", bad))
-    bad = _json_object_rows(typed["generator_params"])
+    bad = json_object_rows(typed["generator_params"])
     if bad:
         findings.append(("generator_params", "JSON object", bad))
     if check_hashes and typed.height:
@@ -270,7 +206,7 @@ def validate_emails(frame: pl.DataFrame, *, check_hashes: bool = True, check_der
         if stale:
             findings.append(("indicators", "equals the detectors' output for raw_email", stale))
     if findings:
-        _raise(typed, findings)
+        _FRAME.fail(typed, findings)
     return typed
 
 
