@@ -26,7 +26,7 @@ from sv_env_config_verification.canonical import CANONICAL
 from sv_env_config_verification.patching import PatchError, json_patch_from_text, validate_json_patch
 from sv_shared.contracts import ParseResult
 from sv_shared.findings import SEVERITIES, Finding
-from sv_shared.frames import FrameRules, json_object_rows
+from sv_shared.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
 from sv_shared.hashing import content_hash
 from sv_shared.parsing import extract_json_object, parse_confidence
 
@@ -136,12 +136,7 @@ class ConfigItemSchema(pa.DataFrameModel):
 
     @pa.dataframe_check
     def generator_set_iff_synthetic(cls, data: PolarsData) -> pl.LazyFrame:
-        synthetic = pl.col("source_corpus") == SYNTHETIC_CORPUS
-        return data.lazyframe.select(
-            (pl.col("generator").is_not_null() == synthetic)
-            & (pl.col("generator_params").is_not_null() == synthetic)
-            & (pl.col("generator_seed").is_not_null() == synthetic)
-        )
+        return data.lazyframe.select(provenance_matches_source(SYNTHETIC_CORPUS))
 
     @pa.dataframe_check
     def secure_variant_only_on_vulnerable(cls, data: PolarsData) -> pl.LazyFrame:
@@ -158,7 +153,7 @@ class ConfigItemSchema(pa.DataFrameModel):
 
 _RULE_COLUMNS: dict[str, list[str]] = {
     "config_id_is_content_hash": ["config_id", "content_hash"],
-    "generator_set_iff_synthetic": ["source_corpus", "generator", "generator_params", "generator_seed"],
+    "generator_set_iff_synthetic": PROVENANCE_COLUMNS,
     "secure_variant_only_on_vulnerable": ["label", "secure_variant_id"],
     "extension_matches_kind": ["kind", "filename"],
 }

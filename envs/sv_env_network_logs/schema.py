@@ -14,7 +14,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from sv_shared.frames import FrameRules, json_object_rows
+from sv_shared.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
 from sv_shared.hashing import content_hash
 
 LABELS: tuple[str, ...] = ("Benign", "Malicious")
@@ -130,12 +130,7 @@ class FlowSchema(pa.DataFrameModel):
 
     @pa.dataframe_check
     def generator_set_iff_synthetic(cls, data: PolarsData) -> pl.LazyFrame:
-        synthetic = pl.col("source_corpus") == SYNTHETIC_CORPUS
-        return data.lazyframe.select(
-            (pl.col("generator").is_not_null() == synthetic)
-            & (pl.col("generator_params").is_not_null() == synthetic)
-            & (pl.col("generator_seed").is_not_null() == synthetic)
-        )
+        return data.lazyframe.select(provenance_matches_source(SYNTHETIC_CORPUS))
 
 
 # Columns shown in error examples for each frame-level rule (column rules show the failing column).
@@ -143,7 +138,7 @@ _RULE_COLUMNS: dict[str, list[str]] = {
     "flow_id_is_content_hash": ["flow_id", "content_hash"],
     "attack_family_null_iff_benign": ["label", "attack_family"],
     "scenario_benign_iff_benign": ["label", "scenario"],
-    "generator_set_iff_synthetic": ["source_corpus", "generator", "generator_params", "generator_seed"],
+    "generator_set_iff_synthetic": PROVENANCE_COLUMNS,
 }
 
 

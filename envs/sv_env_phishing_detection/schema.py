@@ -17,7 +17,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from sv_shared.frames import FrameRules, json_object_rows
+from sv_shared.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
 from sv_shared.hashing import content_hash
 
 LABELS: tuple[str, ...] = ("Legitimate", "Phishing")
@@ -134,18 +134,13 @@ class EmailSchema(pa.DataFrameModel):
 
     @pa.dataframe_check
     def generator_set_iff_synthetic(cls, data: PolarsData) -> pl.LazyFrame:
-        synthetic = pl.col("source_corpus") == SYNTHETIC_CORPUS
-        return data.lazyframe.select(
-            (pl.col("generator").is_not_null() == synthetic)
-            & (pl.col("generator_params").is_not_null() == synthetic)
-            & (pl.col("generator_seed").is_not_null() == synthetic)
-        )
+        return data.lazyframe.select(provenance_matches_source(SYNTHETIC_CORPUS))
 
 
 _RULE_COLUMNS: dict[str, list[str]] = {
     "email_id_is_content_hash": ["email_id", "content_hash"],
     "scenario_matches_label": ["label", "scenario"],
-    "generator_set_iff_synthetic": ["source_corpus", "generator", "generator_params", "generator_seed"],
+    "generator_set_iff_synthetic": PROVENANCE_COLUMNS,
 }
 
 

@@ -22,6 +22,19 @@ RuleFailure = tuple[str, str, list[int]]
 
 _SHOWN_CHARS = 60
 
+PROVENANCE_COLUMNS: list[str] = ["source_corpus", "generator", "generator_params", "generator_seed"]
+"""Columns of the rule every corpus shares: generator, parameters and seed are set exactly on synthetic rows."""
+
+
+def provenance_matches_source(synthetic_corpus: str) -> pl.Expr:
+    """True where a row's generator fields are all set iff the row comes from the synthetic corpus."""
+    synthetic = pl.col("source_corpus") == synthetic_corpus
+    return (
+        (pl.col("generator").is_not_null() == synthetic)
+        & (pl.col("generator_params").is_not_null() == synthetic)
+        & (pl.col("generator_seed").is_not_null() == synthetic)
+    )
+
 
 def _short(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
