@@ -42,7 +42,7 @@ def bench_verifier(env, items: list[dict], total: int = 100_000) -> float:
     completions = _completions(pool, rng)
     started = time.perf_counter()
     for item, completion in zip(pool, completions, strict=True):
-        env.score(item, completion)
+        env.verifier.score(item, completion)
     elapsed = time.perf_counter() - started
     return total / elapsed
 
@@ -53,7 +53,7 @@ def bench_rollouts(env, dataset, n: int, batch: int, repeats: int) -> dict:
     from secverify_dagster.resources.models import load_registry
     from secverify_dagster.resources.models.local_model import load_local_model
     from secverify_dagster.runner import EvalRunner, select_items
-    from sv_shared.cache import JsonCache
+    from sv_shared.execution.cache import JsonCache
 
     spec = load_registry()["smollm2-135m-instruct"]
     t0 = time.perf_counter()
@@ -63,7 +63,7 @@ def bench_rollouts(env, dataset, n: int, batch: int, repeats: int) -> dict:
     items = select_items(env, dataset.frame, n, 42)
     params = env.generation_params()
     prompts = [
-        tokenizer.apply_chat_template(env.messages(item), tokenize=False, add_generation_prompt=True) for item in items
+        tokenizer.apply_chat_template(env.episodes.messages(item), tokenize=False, add_generation_prompt=True) for item in items
     ]
 
     def raw_generate() -> float:

@@ -19,9 +19,9 @@ from sv_env_config_verification import data
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.env import ConfigVerificationEnvironment
 from sv_env_config_verification.oracle import Oracle
-from sv_shared.cache import JsonCache
-from sv_shared.config import load_env_config
-from sv_shared.toolenv import run_tool, tool_binary, write_configs
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.toolenv import run_tool, tool_binary, write_configs
+from sv_shared.registry import load_env_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SEMGREP_RULES = ROOT / "envs" / "sv_env_config_verification" / "rules" / "semgrep"
@@ -91,10 +91,10 @@ def main() -> None:
 
         env = ConfigVerificationEnvironment(load_env_config("e2"), oracle=oracle)
         items = frame.to_dicts()
-        answer = env.baselines()["tool-oracle"]
-        completions = [answer(env.observation(item)) for item in items]
+        answer = env.baselines["tool-oracle"]
+        completions = [answer(env.episodes.observation(item)) for item in items]
         started = time.perf_counter()
-        env.score_many(items, completions)
+        env.verifier.score_many(items, completions)
         scoring = len(items) / (time.perf_counter() - started)
 
     naive = naive_seconds_per_config(configs[: args.naive])

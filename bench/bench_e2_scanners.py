@@ -27,8 +27,8 @@ from sv_env_config_verification.adapters.kubelinter import KubeLinterAdapter
 from sv_env_config_verification.adapters.semgrep import SemgrepAdapter
 from sv_env_config_verification.adapters.trivy import TrivyAdapter
 from sv_shared.config import outputs_dir
-from sv_shared.toolenv import run_tool, tool_binary, write_configs
-from sv_shared.toolworker_client import ToolWorker
+from sv_shared.execution.toolenv import run_tool, tool_binary, write_configs
+from sv_shared.execution.toolworker_client import ToolWorker
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "e2"

@@ -30,10 +30,11 @@ from sv_env_code_vulnerability.harness import HARNESS_CONFTEST_SOURCE, REPORT_NA
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import HARNESS_CONFTEST, item_files, item_list
 from sv_env_code_vulnerability.verify import answer_json
-from sv_shared.cache import JsonCache
-from sv_shared.config import load_env_config, outputs_dir
-from sv_shared.patching import apply_patch_to_files
-from sv_shared.sandbox import Sandbox, SandboxLimits
+from sv_shared.config import outputs_dir
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.patching import apply_patch_to_files
+from sv_shared.execution.sandbox import Sandbox, SandboxLimits
+from sv_shared.registry import load_env_config
 
 
 def _median_s(samples: list[float]) -> float:
@@ -108,7 +109,7 @@ def bench_throughput(items: list[dict[str, Any]], workers: int, rounds: int, cac
     for index in range(rounds):
         pairs = _completions(items, f"{workers}-{index}-{time.time_ns()}")
         started = time.perf_counter()
-        scored = env.score_many([item for item, _ in pairs], [completion for _, completion in pairs])
+        scored = env.verifier.score_many([item for item, _ in pairs], [completion for _, completion in pairs])
         elapsed = time.perf_counter() - started
         assert all(sample.reward > 0.95 for sample in scored), [s.error for s in scored if s.reward <= 0.95]
         per_round.append({"items": len(pairs), "seconds": round(elapsed, 3), "per_s": round(len(pairs) / elapsed, 2)})

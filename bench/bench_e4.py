@@ -59,7 +59,7 @@ def bench_cold(items: list[dict], completions: list[str]) -> float:
     env = get_environment("e4")  # a fresh environment: an empty detector cache
     started = time.perf_counter()
     for item, completion in zip(items, completions, strict=True):
-        env.score(item, completion)
+        env.verifier.score(item, completion)
     return len(items) / (time.perf_counter() - started)
 
 
@@ -68,10 +68,10 @@ def bench_warm(items: list[dict], completions: list[str], total: int) -> float:
     rng = random.Random(7)
     pool = [rng.randrange(len(items)) for _ in range(total)]
     for item, completion in zip(items, completions, strict=True):  # fill the cache, as the first pass of a run does
-        env.score(item, completion)
+        env.verifier.score(item, completion)
     started = time.perf_counter()
     for index in pool:
-        env.score(items[index], completions[index])
+        env.verifier.score(items[index], completions[index])
     return total / (time.perf_counter() - started)
 
 
@@ -82,8 +82,8 @@ def main() -> None:
     args = parser.parse_args()
 
     env = get_environment("e4")
-    embedded = env.load_source("embedded")
-    synthetic = env.synthesize(max(0, args.items - embedded.height), seed=42)
+    embedded = env.data.load_source("embedded")
+    synthetic = env.data.synthesize(max(0, args.items - embedded.height), seed=42)
     frame = pl.concat([embedded, synthetic])
     items = frame.sample(fraction=1.0, shuffle=True, seed=1).to_dicts()[: args.items]
     completions = _completions(items, random.Random(42))

@@ -45,7 +45,7 @@ def run(attacker: str, target: str, judge: str, n: int) -> dict:
     registry = load_registry()
     print(measure_judge(judge), flush=True)
     # All 42 embedded behaviours (every split): one full local-model batch of 32 needs more than one split holds.
-    frame = env.validate(env.load_source("embedded"))
+    frame = env.data.validate(env.data.load_source("embedded"))
     dataset = EvalDataset(frame=frame, source="embedded:all", split="all")
     with tempfile.TemporaryDirectory() as tmp:
         runner = EvalRunner(

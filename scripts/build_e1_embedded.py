@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sv_shared.embedded import check_or_write
+from sv_shared.data.embedded import check_or_write
 
 SEED = 20190101
 START_TS = 1_546_329_600.0  # 2019-01-01 08:00:00 UTC

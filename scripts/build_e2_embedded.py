@@ -1563,7 +1563,7 @@ def write(check: bool) -> int:
     """Write (or, with check, compare) every corpus file and labels.json, removing files the build no longer makes;
     return the exit status."""
     from sv_env_config_verification.data import label_files  # the oracle lives in the package
-    from sv_shared.embedded import check_or_write
+    from sv_shared.data.embedded import check_or_write
 
     files: dict[str, tuple[str, str]] = {}
     for name, docs in kubernetes_files().items():

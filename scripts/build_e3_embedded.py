@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from sv_env_code_vulnerability import data
 from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
-from sv_shared.config import load_env_config
-from sv_shared.embedded import check_or_write
+from sv_shared.data.embedded import check_or_write
+from sv_shared.registry import load_env_config
 
 
 @dataclass(frozen=True)

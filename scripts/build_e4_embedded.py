@@ -44,7 +44,7 @@ from sv_env_phishing_detection.synth import (
     local_date,
     money,
 )
-from sv_shared.embedded import build_main, jsonl_text
+from sv_shared.data.embedded import build_main, jsonl_text
 
 SEED = 20240301
 VARIANTS = 4

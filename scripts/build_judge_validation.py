@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sv_shared.embedded import build_main, jsonl_text
+from sv_shared.data.embedded import build_main, jsonl_text
 
 SEED = 42
 DATA = Path(__file__).resolve().parents[1] / "envs" / "sv_shared" / "judging" / "data"

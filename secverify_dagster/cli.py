@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sv_shared.config import outputs_dir
+from sv_shared.contracts import Dialogue
 from sv_shared.registry import ENV_IDS, EnvironmentNotAvailable, get_environment
 
 DEFAULT_RUN_MODELS = ("smollm2-135m-instruct", "heuristic")
@@ -28,7 +29,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from secverify_dagster.resources.models import load_registry, reachability
 
     env = get_environment(args.env) if args.env else None
-    baselines = list(env.baselines()) if env else []
+    baselines = list(env.baselines) if env else []
     _print(f"{'model':<24} {'provider':<20} {'reachable':<10} why / model")
     for spec in load_registry().values():
         if env is None and spec.provider == "baseline":
@@ -56,7 +57,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from secverify_dagster.reports import summary_lines
     from secverify_dagster.resources.models import load_registry
     from secverify_dagster.runner import EvalRunner, embedded_dataset, read_dataset
-    from sv_shared.cache import JsonCache
+    from sv_shared.execution.cache import JsonCache
 
     env = get_environment(args.env)
     registry = load_registry()
@@ -70,14 +71,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.dataset == "embedded"
         else read_dataset(env, Path(args.dataset))
     )
-    n = args.n or int(env.config.get("eval", {}).get("default_n", 32))
+    n = args.n or env.config.eval.default_n
     counterparts = _counterparts(args, env, registry)
     cache = None if args.no_cache else JsonCache(outputs_dir() / "cache" / "responses.sqlite")
     failures = 0
     try:
         for model_id in models:
             against = "".join(f", {role} {spec.id}" for role, spec in counterparts.items())
-            judge = f", judge {args.judge or env.judge_spec()}" if env.dialogue else ""
+            judge = f", judge {args.judge or env.episodes.judge_spec()}" if isinstance(env.episodes, Dialogue) else ""
             _print(f"{env.name} × {model_id} (n={n}, seed={args.seed}, dataset {dataset.source}{against}{judge})")
             runner = EvalRunner(
                 env, registry[model_id], cache=cache, counterparts=counterparts, judge=args.judge, registry=registry
@@ -104,20 +105,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _default_models(env) -> list[str]:
-    return list(env.config.get("eval", {}).get("default_models", DEFAULT_RUN_MODELS))
+    return list(env.config.eval.default_models or DEFAULT_RUN_MODELS)
 
 
 def _counterparts(args: argparse.Namespace, env, registry) -> dict:
     """--target / --counterpart ROLE=MODEL for dialogue environments; roles the environment does not have fail."""
     pairs = [f"target={args.target}"] if args.target else []
     pairs += args.counterpart
-    if pairs and not env.dialogue:
+    if pairs and not isinstance(env.episodes, Dialogue):
         raise ValueError(f"{env.name} has no counterparts (--target / --counterpart are for E5/E6)")
     chosen = {}
     for pair in pairs:
         role, _, model_id = pair.partition("=")
-        if role not in env.counterpart_roles():
-            raise ValueError(f"{env.name} has no counterpart role {role!r}; roles: {list(env.counterpart_roles())}")
+        if role not in env.episodes.counterpart_roles():
+            roles = list(env.episodes.counterpart_roles())
+            raise ValueError(f"{env.name} has no counterpart role {role!r}; roles: {roles}")
         if model_id not in registry:
             raise KeyError(f"{model_id!r} is not in the model registry (see `secverify models`)")
         chosen[role] = registry[model_id]

@@ -19,8 +19,7 @@ ENVIRONMENTS = [get_environment(env_id) for env_id in implemented_env_ids()]
 
 
 def _default_sources(env) -> list[str]:
-    data = env.config.get("data", {})
-    return list(dict.fromkeys([*data.get("train_sources", ["embedded"]), *data.get("ood_sources", [])]))
+    return list(dict.fromkeys([*env.config.data.train_sources, *env.config.data.ood_sources]))
 
 
 all_reports_job = dg.define_asset_job(

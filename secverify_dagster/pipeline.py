@@ -56,7 +56,7 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
     eval_job = defs.resolve_job_def("eval_job")
     failures = 0
     for index, model_id in enumerate(models, start=2):
-        status = reachability(registry[model_id], env_id, available_baselines=env.baselines().keys())
+        status = reachability(registry[model_id], env_id, available_baselines=env.baselines.keys())
         started = _step(index, total, f"eval_results[{env_id}|{model_id}]")
         if not status.ok:
             print(f"      skipped: {status.reason}", flush=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster.tournament import rounds_markdown
-from sv_shared.contracts import Environment
-from sv_shared.plots import plot_reliability, plot_risk_coverage
-from sv_shared.statistics import align_paired, paired_bootstrap
+from sv_shared.answers.plots import plot_reliability, plot_risk_coverage
+from sv_shared.answers.statistics import align_paired, paired_bootstrap
+from sv_shared.contracts import Dialogue, Environment
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def metric_value(metrics: Mapping[str, Any], key: str) -> Any:
 
 
 def _metrics_table(env: Environment, runs: Sequence[RunView]) -> list[str]:
-    columns = env.report_columns()
+    columns = env.verifier.report_columns()
     header = "| model | n | reward [95% CI] | " + " | ".join(name for name, _ in columns) + " | cost USD |"
     lines = [header, "|" + "---|" * (len(columns) + 4)]
     for run in runs:
@@ -171,7 +171,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
     lines = [
         f"# {env.name} ({env.env_id}) report",
         "",
-        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Verifier {env.verifier_version}. Seed {seed}.",
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Verifier {env.verifier.version}. Seed {seed}.",
         "",
     ]
     if not runs:
@@ -205,7 +205,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             ]
         else:
             lines.append("Only one model has a complete run; nothing to compare.")
-        if env.dialogue:
+        if isinstance(env.episodes, Dialogue):
             lines += _dialogue_section(runs, evals_root.parent / "tournaments", out_dir, dialogue_plots)
         lines += ["", "## Format failures", ""]
         lines += [f"- {run.model_id}: {json.dumps(run.metrics.get('format_errors', {}))}" for run in runs]
@@ -289,7 +289,7 @@ def _dialogue_section(runs: Sequence[RunView], tournaments: Path, out_dir: Path,
 def summary_lines(env: Environment, metrics: Mapping[str, Any]) -> list[str]:
     """A short human summary of a run's metrics, for the CLI: reward, the env's headline metrics, format failures."""
     reward = metrics["reward"]
-    headline = "  ".join(f"{name} {_fmt(metric_value(metrics, key))}" for name, key in env.report_columns())
+    headline = "  ".join(f"{name} {_fmt(metric_value(metrics, key))}" for name, key in env.verifier.report_columns())
     return [
         f"reward {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, {_fmt(reward['ci_high'])}]  {headline}",
         f"format failures: {json.dumps(metrics.get('format_errors', {}))}",

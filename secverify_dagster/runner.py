@@ -39,10 +39,19 @@ from secverify_dagster.resources.models import (
     reachability,
 )
 from secverify_dagster.resources.models.registry import Reachability
-from sv_shared.cache import JsonCache
 from sv_shared.config import outputs_dir, project_root
-from sv_shared.contracts import BatchPolicy, Environment, Item, PolicyReply, ScoredSample
-from sv_shared.hashing import frame_hash, sha256_hex, stable_json
+from sv_shared.contracts import (
+    BatchPolicy,
+    CompletionVerifier,
+    Dialogue,
+    Environment,
+    Item,
+    PolicyReply,
+    ScoredSample,
+    ToolUse,
+)
+from sv_shared.data.hashing import frame_hash, sha256_hex, stable_json
+from sv_shared.execution.cache import JsonCache
 from sv_shared.judging import build_judge
 from sv_shared.judging.factory import judge_generation_params
 from sv_shared.judging.measured import ensure_measurement
@@ -105,14 +114,14 @@ def code_version(root: Path | None = None) -> str:
 
 def select_items(env: Environment, frame: pl.DataFrame, n: int, seed: int) -> list[Item]:
     """The same N items for every model: a seeded permutation of the split in id order."""
-    ordered = frame.sort(env.id_column)
+    ordered = frame.sort(env.data.id_column)
     order = np.random.default_rng(seed).permutation(ordered.height)[: min(n, ordered.height)]
     return ordered[order.tolist()].to_dicts()
 
 
 def embedded_dataset(env: Environment, *, split: str, seed: int) -> EvalDataset:
     """The embedded corpus curated in memory exactly as the Dagster assets curate it."""
-    splits = env.curate([env.load_source("embedded")], seed=seed)
+    splits = env.data.curate([env.data.load_source("embedded")], seed=seed)
     return EvalDataset(frame=splits[split], source=f"embedded:{split}", split=split)
 
 
@@ -122,7 +131,7 @@ def read_dataset(env: Environment, path: Path, *, split: str = "file") -> EvalDa
     reader = readers.get(path.suffix.lower())
     if reader is None:
         raise ValueError(f"{path}: unsupported dataset format (use .parquet, .csv or .jsonl)")
-    return EvalDataset(frame=env.validate(reader(path)), source=str(path), split=split)
+    return EvalDataset(frame=env.data.validate(reader(path)), source=str(path), split=split)
 
 
 def run_dir_for(env: Environment, model_id: str, run_id: str, root: Path | None = None) -> Path:
@@ -283,16 +292,17 @@ class EvalRunner:
         self.env = env
         self.spec = spec
         self.evals_root = evals_root or outputs_dir() / "evals"
-        # A dialogue environment's text may be harmful: the response cache would store it unjudged, so none is kept.
-        self._cache = None if env.handles_unsafe_content else cache
+        self.dialogue = env.episodes if isinstance(env.episodes, Dialogue) else None
+        # A dialogue's text may be harmful: the response cache would store it unjudged, so none is kept.
+        self._cache = None if self.dialogue else cache
         self._client = client
         self.chunk_size = chunk_size or _chunk_size(spec)
         self._registry = registry
         self.counterparts: dict[str, ModelSpec] = dict(counterparts or {})
         self._counterpart_clients = dict(counterpart_clients or {})
-        self.judge_spec = judge or env.judge_spec()
-        if env.dialogue:
-            for role, model_id in env.counterpart_roles().items():
+        self.judge_spec = judge or (self.dialogue.judge_spec() if self.dialogue else None)
+        if self.dialogue:
+            for role, model_id in self.dialogue.counterpart_roles().items():
                 if role not in self.counterparts:
                     self.counterparts[role] = self._lookup(model_id)
             # A local counterpart batches a whole chunk's turns in one generate call: give it full batches.
@@ -313,7 +323,7 @@ class EvalRunner:
         """Whether every counterpart (and the judge's model) can be called from here."""
         for role, spec in self.counterparts.items():
             if spec.provider == "baseline":
-                if spec.id not in self.env.counterpart_baselines():
+                if spec.id not in self.dialogue.counterpart_baselines():
                     reason = f"{role} {spec.id}: {self.env.env_id} offers no such counterpart baseline"
                     return Reachability(False, reason)
                 continue
@@ -331,20 +341,20 @@ class EvalRunner:
         """Everything that determines the results; the run id is its hash."""
         fingerprint = {
             "env": self.env.env_id,
-            "verifier_version": self.env.verifier_version,
-            "config": self.env.config,
+            "verifier_version": self.env.verifier.version,
+            "config": self.env.config.as_dict(),
             "model": _public_spec(self.spec),
             "generation": dict(params),
             "dataset_hash": dataset.hash,
-            "item_ids": [item[self.env.id_column] for item in items],
+            "item_ids": [item[self.env.data.id_column] for item in items],
             "seed": seed,
         }
-        if self.env.dialogue:
+        if self.dialogue:
             fingerprint["counterparts"] = {role: _public_spec(spec) for role, spec in sorted(self.counterparts.items())}
             fingerprint["judge"] = self.judge_spec
-        if self.spec.provider == "baseline" and self.spec.id in self.env.baselines():
+        if self.spec.provider == "baseline" and self.spec.id in self.env.baselines:
             # A rule baseline is code: editing its rules must start a new run, not resume the old one.
-            module = inspect.getmodule(self.env.baselines()[self.spec.id])
+            module = inspect.getmodule(self.env.baselines[self.spec.id])
             fingerprint["baseline_source"] = sha256_hex(inspect.getsource(module))[:16] if module else None
         return fingerprint
 
@@ -361,21 +371,21 @@ class EvalRunner:
     ) -> EvalOutcome:
         """Evaluate; `max_samples` stops after that many new samples (an interrupted run, for resume tests).
 
-        include_tools runs the environment's multi-turn tool-using mode (`env.rollout`) instead of one turn.
+        include_tools plays tool-using episodes (`episodes.rollout`) instead of one turn.
         """
-        if include_tools and not self.env.supports_tools():
+        if include_tools and not isinstance(self.env.episodes, ToolUse):
             raise ValueError(f"{self.env.name} has no tool-using mode")
-        status = reachability(self.spec, self.env.env_id, available_baselines=self.env.baselines().keys())
+        status = reachability(self.spec, self.env.env_id, available_baselines=self.env.baselines.keys())
         if not status.ok:
             return EvalOutcome(self.env.env_id, self.spec.id, "skipped", reason=status.reason)
-        if self.env.dialogue:
+        if self.dialogue:
             status = self.counterpart_reachability()
             if not status.ok:
                 return EvalOutcome(self.env.env_id, self.spec.id, "skipped", reason=status.reason)
 
         params = {**self.env.generation_params(), **self.spec.params}
         items = select_items(self.env, dataset.frame, n, seed)
-        mode = "dialogue" if self.env.dialogue else "tools" if include_tools else "single"
+        mode = "dialogue" if self.dialogue else "tools" if include_tools else "single"
         fingerprint = self.fingerprint(dataset, items, seed, params) | {"mode": mode}
         fingerprint_hash = sha256_hex(stable_json(fingerprint))
         run_id = run_id or f"seed{seed}-n{len(items)}-{fingerprint_hash[:10]}"
@@ -385,14 +395,14 @@ class EvalRunner:
 
         results_path = run_dir / "results.jsonl"
         done = {record["id"]: record for record in _read_jsonl(results_path)}
-        pending = [item for item in items if item[self.env.id_column] not in done]
+        pending = [item for item in items if item[self.env.data.id_column] not in done]
         if max_samples is not None:
             pending = pending[:max_samples]
 
         timings = {"generate_s": 0.0, "score_s": 0.0, "write_s": 0.0}
         provider_errors: list[dict[str, Any]] = []
-        client = self._client or open_client(self.spec, cache=self._cache, baselines=self.env.baselines())
-        dialogue = self._open_dialogue(seed) if self.env.dialogue else None
+        client = self._client or open_client(self.spec, cache=self._cache, baselines=self.env.baselines)
+        dialogue = self._open_dialogue(seed) if self.dialogue else None
         started = time.perf_counter()
         try:
             if progress:
@@ -427,8 +437,9 @@ class EvalRunner:
                 dialogue.close()
         elapsed = time.perf_counter() - started
 
-        ordered = [done[item[self.env.id_column]] for item in items if item[self.env.id_column] in done]
-        item_map = {item[self.env.id_column]: item for item in items}
+        id_column = self.env.data.id_column
+        ordered = [done[item[id_column]] for item in items if item[id_column] in done]
+        item_map = {item[id_column]: item for item in items}
         summary = {
             "env": self.env.env_id,
             "env_name": self.env.name,
@@ -436,7 +447,7 @@ class EvalRunner:
             "run_id": run_id,
             "n_items": len(items),
             "n_scored": len(ordered),
-            "metrics": self.env.aggregate(ordered, item_map),
+            "metrics": self.env.verifier.aggregate(ordered, item_map),
         }
         t_summary = time.perf_counter()
         _write_json(run_dir / "summary.json", summary)
@@ -461,7 +472,10 @@ class EvalRunner:
         """One request per item, sent together (the local model batches them, API models run concurrently)."""
         requests = [
             ChatRequest(
-                messages=self.env.messages(item), params=dict(params), seed=seed, observation=self.env.observation(item)
+                messages=self.env.episodes.messages(item),
+                params=dict(params),
+                seed=seed,
+                observation=self.env.episodes.observation(item),
             )
             for item in batch
         ]
@@ -474,11 +488,11 @@ class EvalRunner:
             if not isinstance(completion, ProviderError)
         ]
         errors = [
-            _error_record(item[self.env.id_column], completion)
+            _error_record(item[self.env.data.id_column], completion)
             for item, completion in zip(batch, completions, strict=True)
             if isinstance(completion, ProviderError)
         ]
-        scores = self.env.score_many([item for item, _, _ in answered], [c.text for _, _, c in answered])
+        scores = self.env.verifier.score_many([item for item, _, _ in answered], [c.text for _, _, c in answered])
         records = [
             self._record(request, completion, scored)
             for (_, request, completion), scored in zip(answered, scores, strict=True)
@@ -502,7 +516,7 @@ class EvalRunner:
                     messages=messages,
                     params=dict(params),
                     seed=seed,
-                    observation=self.env.observation(item),
+                    observation=self.env.episodes.observation(item),
                     tools=tools,
                 )
                 (completion,) = client.complete_many([request])
@@ -512,13 +526,13 @@ class EvalRunner:
                 return PolicyReply(text=completion.text, tool_calls=list(completion.tool_calls))
 
             try:
-                scored = self.env.rollout(item, policy, tool_protocol=protocol)
+                scored = self.env.episodes.rollout(item, policy, tool_protocol=protocol)
             except ProviderError as error:
                 return error
             return {
                 **scored.to_record(),
                 "model": self.spec.id,
-                "prompt": self.env.messages(item),
+                "prompt": self.env.episodes.messages(item),
                 "completion": turns[-1].text if turns else "",
                 "usage": {
                     "prompt_tokens": sum(t.usage.prompt_tokens for t in turns),
@@ -536,7 +550,7 @@ class EvalRunner:
         records, errors = [], []
         for item, outcome in zip(batch, outcomes, strict=True):
             if isinstance(outcome, ProviderError):
-                errors.append(_error_record(item[self.env.id_column], outcome))
+                errors.append(_error_record(item[self.env.data.id_column], outcome))
             else:
                 records.append(outcome)
         # Generation and verification interleave inside an episode; the whole episode counts as generation.
@@ -548,14 +562,14 @@ class EvalRunner:
         def client_for(spec: ModelSpec, role: str) -> ModelClient:
             if role in self._counterpart_clients:
                 return self._counterpart_clients[role]
-            client = open_client(spec, cache=None, baselines=self.env.counterpart_baselines())
+            client = open_client(spec, cache=None, baselines=self.dialogue.counterpart_baselines())
             clients.append(client)
             return client
 
         counterparts = {
             role: batch_policy(
                 client_for(spec, role),
-                {**self.env.counterpart_generation_params(role), **spec.params},
+                {**self.dialogue.counterpart_generation_params(role), **spec.params},
                 seed,
             )
             for role, spec in self.counterparts.items()
@@ -578,14 +592,14 @@ class EvalRunner:
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
         """Dialogues in lockstep; a failed model or judge call abandons that dialogue, which is retried on resume."""
         started = time.perf_counter()
-        outcomes = self.env.run_dialogues(
+        outcomes = self.dialogue.run(
             batch, batch_policy(client, params, seed), counterparts=dialogue.counterparts, judge=dialogue.judge
         )
         wall = time.perf_counter() - started
         records, errors = [], []
-        role = self.env.policy_role
+        role = self.dialogue.policy_role
         for item, outcome in zip(batch, outcomes, strict=True):
-            item_id = item[self.env.id_column]
+            item_id = item[self.env.data.id_column]
             if isinstance(outcome, ProviderError):
                 errors.append(_error_record(item_id, outcome))
                 continue
@@ -600,7 +614,7 @@ class EvalRunner:
                     **outcome.to_record(),
                     "model": self.spec.id,
                     "counterparts": {name: spec.id for name, spec in self.counterparts.items()},
-                    "prompt": self.env.messages(item),
+                    "prompt": self.env.episodes.messages(item),
                     "completion": own_turns[-1] if own_turns else "",
                     "usage": details.get("usage", {}).get(role, {"prompt_tokens": 0, "completion_tokens": 0}),
                     # Dialogues share batched calls: a dialogue's latency is its share of the chunk's wall time.
@@ -655,19 +669,19 @@ class EvalRunner:
             "run_id": run_id,
             "env": self.env.env_id,
             "env_name": self.env.name,
-            "verifier_version": self.env.verifier_version,
-            "verifier_provenance": self.env.provenance(),
+            "verifier_version": self.env.verifier.version,
+            "verifier_provenance": self.env.verifier.provenance(),
             **(
                 {
                     "counterparts": {role: _public_spec(spec) for role, spec in self.counterparts.items()},
                     "judge": self.judge_spec,
                 }
-                if self.env.dialogue
+                if self.dialogue
                 else {}
             ),
             "model": _public_spec(self.spec),
             "generation": fingerprint["generation"],
-            "config": self.env.config,
+            "config": self.env.config.as_dict(),
             "dataset": {
                 "source": dataset.source,
                 "split": dataset.split,
@@ -723,7 +737,13 @@ def score_completions(
     env: Environment, items: pl.DataFrame, completions: Sequence[Mapping[str, Any]]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Re-score stored completions offline: every completion id must name an item."""
-    by_id = {item[env.id_column]: item for item in env.validate(items).to_dicts()}
+    verifier = env.verifier
+    if not isinstance(verifier, CompletionVerifier):
+        raise ValueError(
+            f"{env.name} scores whole dialogues, not single completions: run `secverify eval --env {env.env_id}` "
+            "so every turn meets its counterpart and the judge"
+        )
+    by_id = {item[env.data.id_column]: item for item in env.data.validate(items).to_dicts()}
     unknown = [c.get("id") for c in completions if c.get("id") not in by_id]
     if unknown:
         raise KeyError(f"{len(unknown)} completion ids are not in the items file, e.g. {unknown[:3]}")
@@ -732,6 +752,6 @@ def score_completions(
         text = entry.get("completion")
         if not isinstance(text, str):
             raise ValueError(f"completion for {entry['id']!r} must be a string, got {type(text).__name__}")
-        records.append({**env.score(by_id[entry["id"]], text).to_record(), "completion": text})
+        records.append({**verifier.score(by_id[entry["id"]], text).to_record(), "completion": text})
     scored_items = {record["id"]: by_id[record["id"]] for record in records}
-    return records, env.aggregate(records, scored_items)
+    return records, verifier.aggregate(records, scored_items)

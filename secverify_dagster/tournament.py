@@ -24,10 +24,11 @@ from typing import Any
 
 from secverify_dagster.resources.models import ModelSpec
 from secverify_dagster.runner import EvalDataset, EvalRunner
+from sv_shared.answers.novelty import write_archive
+from sv_shared.answers.plots import plot_success_curves
 from sv_shared.contracts import Environment
-from sv_shared.hashing import sha256_hex, stable_json
-from sv_shared.novelty import write_archive
-from sv_shared.plots import plot_success_curves
+from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.registry import build_environment
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,8 @@ def run_tournament(
 def _with_archive(env: Environment, archive_path: Path | None) -> Environment:
     if archive_path is None:
         return env
-    config = {**env.config, "novelty": {**env.config.get("novelty", {}), "archive": str(archive_path)}}
-    return type(env)(config)
+    novelty = env.config.novelty.model_copy(update={"archive": str(archive_path)})
+    return build_environment(env.env_id, env.config.model_copy(update={"novelty": novelty}))
 
 
 def _row(

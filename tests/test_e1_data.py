@@ -15,8 +15,8 @@ import polars as pl
 import pytest
 
 from sv_env_network_logs import data, schema
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
-from sv_shared.hashing import content_hash, frame_hash
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.hashing import content_hash, frame_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e1"
 ROOT = Path(__file__).resolve().parents[1]

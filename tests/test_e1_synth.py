@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from sv_env_network_logs import data, schema, synth
-from sv_shared.hashing import frame_hash
+from sv_shared.data.hashing import frame_hash
 
 ATTACKS = ("port_scan", "brute_force", "c2_beaconing", "exfiltration", "ddos")
 

@@ -23,8 +23,8 @@ from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.oracle import Oracle
 from sv_env_config_verification.synth import canonical_form
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
-from sv_shared.hashing import frame_hash
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.hashing import frame_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e2_data"
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from sv_env_config_verification import data, rollout
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.env import ConfigVerificationEnvironment
 from sv_env_config_verification.oracle import Oracle
-from sv_shared.config import load_env_config
+from sv_shared.registry import load_env_config
 
 TOOL_ORACLE = ModelSpec(id="tool-oracle", provider="baseline", model="tool-oracle", envs=["e2"])
 
@@ -28,37 +28,37 @@ def env() -> ConfigVerificationEnvironment:
 
 @pytest.fixture(scope="module")
 def items(env: ConfigVerificationEnvironment) -> dict[str, dict[str, Any]]:
-    return {row["filename"]: row for row in env.load_source("embedded").iter_rows(named=True)}
+    return {row["filename"]: row for row in env.data.load_source("embedded").iter_rows(named=True)}
 
 
 # --- the contract ---
 
 
 def test_identity_and_sources(env: ConfigVerificationEnvironment) -> None:
-    assert (env.env_id, env.name, env.id_column) == ("e2", "sv-env-config-verification", "config_id")
-    assert env.sources()[0] == "embedded"
+    assert (env.env_id, env.name, env.data.id_column) == ("e2", "sv-env-config-verification", "config_id")
+    assert env.data.sources()[0] == "embedded"
     with pytest.raises(KeyError, match="unknown E2 corpus"):
-        env.load_source("nope")
+        env.data.load_source("nope")
     with pytest.raises(FileNotFoundError, match=r"data\.terraform\.path"):
-        env.load_source("terraform")
+        env.data.load_source("terraform")
     assert env.generation_params()["max_tokens"] >= 512
 
 
 def test_observation_and_messages_hide_the_answer(env: ConfigVerificationEnvironment, items: dict) -> None:
     item = items["edge-proxy-hostnetwork.yaml"]
-    assert set(env.observation(item)) == {"kind", "filename", "content"}
-    system, user = env.messages(item)
+    assert set(env.episodes.observation(item)) == {"kind", "filename", "content"}
+    system, user = env.episodes.messages(item)
     assert "K8S_HOST_NAMESPACE" in system["content"] and "TF_S3_PUBLIC" not in system["content"]
     assert '"violations"' in system["content"] and "unified diff" in system["content"]
     assert item["content"].rstrip() in user["content"] and "edge-proxy-hostnetwork.yaml" in user["content"]
-    assert "oracle" not in json.dumps(env.messages(item)).lower()
+    assert "oracle" not in json.dumps(env.episodes.messages(item)).lower()
 
 
 def test_curate_and_synthesize(env: ConfigVerificationEnvironment) -> None:
-    splits = env.curate([env.load_source("embedded")], seed=42)
+    splits = env.data.curate([env.data.load_source("embedded")], seed=42)
     assert sum(part.height for part in splits.values()) == 64
-    synthetic = env.synthesize(6, seed=1, base=splits["train"])
-    assert synthetic.height == 6 and env.validate(synthetic).height == 6
+    synthetic = env.data.synthesize(6, seed=1, base=splits["train"])
+    assert synthetic.height == 6 and env.data.validate(synthetic).height == 6
 
 
 # --- the tool-oracle baseline through the runner ---
@@ -66,7 +66,7 @@ def test_curate_and_synthesize(env: ConfigVerificationEnvironment) -> None:
 
 def test_tool_oracle_baseline_through_the_runner(env: ConfigVerificationEnvironment, tmp_path: Path) -> None:
     # Labelled by this test's oracle (the shipped labels may include scanners it does not run).
-    shipped = env.load_source("embedded")
+    shipped = env.data.load_source("embedded")
     frame = data.label_with_oracle(shipped.select("kind", "filename", "content", "source_corpus"), env.oracle)
     dataset = EvalDataset(frame=frame, source="embedded:all", split="all")
     outcome = EvalRunner(env, TOOL_ORACLE, evals_root=tmp_path).run(dataset, n=frame.height, seed=42)
@@ -90,10 +90,10 @@ def test_score_many_equals_scoring_one_by_one(items: dict) -> None:
     counting = Oracle([OpaAdapter()])
     batch_env = ConfigVerificationEnvironment(load_env_config("e2"), oracle=counting)
     chosen = [items[name] for name in ("node-exporter.yaml", "ebs-unencrypted.tf", "storefront.yaml")]
-    baseline = batch_env.baselines()["tool-oracle"]
-    completions = [baseline(batch_env.observation(item)) for item in chosen]
+    baseline = batch_env.baselines["tool-oracle"]
+    completions = [baseline(batch_env.episodes.observation(item)) for item in chosen]
     calls_before = counting.stats.scan_calls["opa"]
-    batched = batch_env.score_many(chosen, completions)
+    batched = batch_env.verifier.score_many(chosen, completions)
     assert counting.stats.scan_calls["opa"] == calls_before + 1  # one scanner call for the whole batch
     single = [ConfigVerificationEnvironment(load_env_config("e2"), oracle=Oracle([OpaAdapter()])).score(i, c)
               for i, c in zip(chosen, completions, strict=True)]  # fmt: skip
@@ -160,7 +160,7 @@ def test_budget_is_enforced_and_counted(env: ConfigVerificationEnvironment, item
     assert len(refusals) == 3 and "budget of 3 scanner calls" in refusals[0]
     scored = env.score_episode(item, episode)
     assert scored.error == "no_json_object" and scored.reward == 0.0  # the run goes on: a named failure
-    metrics = env.aggregate([scored.to_record()], {item["config_id"]: item})
+    metrics = env.verifier.aggregate([scored.to_record()], {item["config_id"]: item})
     assert metrics["tools"]["tool_calls_per_episode"] == 3.0 and metrics["tools"]["over_budget_rate"] == 1.0
 
 

@@ -21,8 +21,8 @@ from sv_env_config_verification.adapters import checkov as checkov_mod
 from sv_env_config_verification.adapters import kubelinter as kubelinter_mod
 from sv_env_config_verification.adapters import semgrep as semgrep_mod
 from sv_env_config_verification.adapters import trivy as trivy_mod
-from sv_shared.findings import Finding
-from sv_shared.toolenv import (
+from sv_shared.execution.findings import Finding
+from sv_shared.execution.toolenv import (
     ScannerError,
     config_kind,
     name_for_path,
@@ -35,7 +35,7 @@ from sv_shared.toolenv import (
     tools_venv,
     write_configs,
 )
-from sv_shared.toolworker_client import ToolWorker
+from sv_shared.execution.toolworker_client import ToolWorker
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e2"
 NEEDS_TOOLS = pytest.mark.skipif(
@@ -573,7 +573,7 @@ def test_worker_script_imports_only_the_standard_library() -> None:
         "extra = {m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names); "
         "print(sorted(extra))"
     )
-    script = Path(__file__).parents[1] / "envs" / "sv_shared" / "toolworker.py"
+    script = Path(__file__).parents[1] / "envs" / "sv_shared" / "execution" / "toolworker.py"
     completed = subprocess.run([sys.executable, "-I", "-c", code, str(script)], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "[]"

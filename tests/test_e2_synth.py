@@ -14,7 +14,7 @@ from sv_env_config_verification import data, patching, schema, synth
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.oracle import Oracle
-from sv_shared.hashing import frame_hash
+from sv_shared.data.hashing import frame_hash
 
 
 @pytest.fixture(scope="module")

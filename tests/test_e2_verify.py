@@ -11,7 +11,7 @@ from e2_fakes import FakeOracle, make_item
 
 from sv_env_config_verification import patching, schema, verify
 from sv_env_config_verification.patching import PatchError
-from sv_shared.rewards import RewardWeights
+from sv_shared.answers.rewards import RewardWeights
 
 WEB = """\
 apiVersion: apps/v1

@@ -9,7 +9,7 @@ import pytest
 from sv_env_code_vulnerability import baseline
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.verify import parse_answer
-from sv_shared.patching import apply_patch_to_files
+from sv_shared.execution.patching import apply_patch_to_files
 
 SCANNERS_READY = all(scanner.status().available for scanner in CodeScanners().scanners)
 

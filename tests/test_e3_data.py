@@ -15,8 +15,8 @@ from sv_env_code_vulnerability import data
 from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.verify import answer_json
-from sv_shared.config import load_env_config
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.registry import load_env_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e3"
 SCANNERS_READY = all(scanner.status().available for scanner in CodeScanners().scanners)
@@ -197,11 +197,11 @@ def test_detect_items_score_the_claim() -> None:
         (clean, "CWE-119", 0.1),
         (unlabelled, "CWE-20", 1.0),  # Devign has no CWE: detecting the weakness is all there is
     ]
-    scored = env.score_many([c[0] for c in cases], [answer_json("", c[1], "") for c in cases])
+    scored = env.verifier.score_many([c[0] for c in cases], [answer_json("", c[1], "") for c in cases])
     assert [round(s.reward, 6) for s in scored] == [round(c[2], 6) for c in cases]
     items = {c[0]["item_id"]: c[0] for c in cases}
-    metrics = env.aggregate([s.to_record() for s in scored], items)
+    metrics = env.verifier.aggregate([s.to_record() for s in scored], items)
     assert metrics["n_detect"] == 6 and metrics["detect_accuracy"] == pytest.approx(4 / 6)
-    observation = env.observation(vulnerable)
+    observation = env.episodes.observation(vulnerable)
     assert observation["task"] == "detect" and "memcpy" in observation["files"][vulnerable["module_path"]]
-    assert "vulnerability" in env.messages(vulnerable)[0]["content"]
+    assert "vulnerability" in env.episodes.messages(vulnerable)[0]["content"]

@@ -12,11 +12,10 @@ import pytest
 from sv_env_code_vulnerability import data
 from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
 from sv_env_code_vulnerability.scanners import CodeScanners
-from sv_shared.cache import JsonCache
-from sv_shared.config import load_env_config
-from sv_shared.errors import CorpusValidationError
-from sv_shared.registry import get_environment
-from sv_shared.sandbox import sandbox_status
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.sandbox import sandbox_status
+from sv_shared.registry import get_environment, load_env_config
 
 STATUS = sandbox_status()
 SCANNERS_READY = all(scanner.status().available for scanner in CodeScanners().scanners)
@@ -59,17 +58,17 @@ def test_corpus_size_and_coverage(corpus: pl.DataFrame) -> None:
 
 def test_the_registry_builds_e3() -> None:
     env = get_environment("e3")
-    assert (env.env_id, env.name, env.id_column) == ("e3", "sv-env-code-vulnerability", "item_id")
-    assert {"no-patch", "scanner-fix"} <= set(env.baselines())
-    assert ("fix rate", "fix_rate") in env.report_columns()
+    assert (env.env_id, env.name, env.data.id_column) == ("e3", "sv-env-code-vulnerability", "item_id")
+    assert {"no-patch", "scanner-fix"} <= set(env.baselines)
+    assert ("fix rate", "fix_rate") in env.verifier.report_columns()
 
 
 def test_observation_hides_exploit_tests_and_labels(corpus: pl.DataFrame, env: CodeVulnerabilityEnvironment) -> None:
     item = corpus.row(0, named=True)
-    observation = env.observation(item)
+    observation = env.episodes.observation(item)
     assert "tests/test_exploit.py" not in observation["files"] and "tests/test_functional.py" in observation["files"]
     assert next(iter(observation["files"])) == item["module_path"]
-    text = json.dumps(env.messages(item))
+    text = json.dumps(env.episodes.messages(item))
     assert item["cwe"] not in text and "exploit" not in text.lower()
 
 
@@ -105,17 +104,17 @@ def test_every_embedded_item_is_validated_by_the_harness(
 def test_baselines_on_the_corpus(corpus: pl.DataFrame, env: CodeVulnerabilityEnvironment) -> None:
     """no-patch scores 0 on every exploit test; scanner-fix writes real diffs and fully fixes some items."""
     items = [row for row in corpus.to_dicts() if row["cwe"] != "CWE-1333"]  # ReDoS runs cost 1.5 s each unpatched
-    no_patch = env.baselines()["no-patch"]
+    no_patch = env.baselines["no-patch"]
     sample = items[::3]
-    scored = env.score_many(sample, [no_patch(env.observation(item)) for item in sample])
+    scored = env.verifier.score_many(sample, [no_patch(env.episodes.observation(item)) for item in sample])
     assert all(sample.components["exploit"] == 0.0 for sample in scored)
     assert all(sample.reward == pytest.approx(0.05) for sample in scored)
-    scanner_fix = env.baselines()["scanner-fix"]
-    completions = [scanner_fix(env.observation(item)) for item in items]
+    scanner_fix = env.baselines["scanner-fix"]
+    completions = [scanner_fix(env.episodes.observation(item)) for item in items]
     diffs = [json.loads(completion)["diff"] for completion in completions]
     assert sum(bool(diff) for diff in diffs) >= 10
-    fixed = env.score_many(items, completions)
-    metrics = env.aggregate([s.to_record() for s in fixed], {item["item_id"]: item for item in items})
+    fixed = env.verifier.score_many(items, completions)
+    metrics = env.verifier.aggregate([s.to_record() for s in fixed], {item["item_id"]: item for item in items})
     assert metrics["fix_rate"] > 0.25 and metrics["patch_applies_rate"] == 1.0
     assert metrics["hostile_rate"] == 0.0
 

@@ -18,8 +18,8 @@ from sv_env_code_vulnerability.verify import (
     parse_answer,
     target_findings,
 )
-from sv_shared.findings import Finding
-from sv_shared.parsing import FormatError
+from sv_shared.answers.parsing import FormatError
+from sv_shared.execution.findings import Finding
 
 DIFF = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n"
 

@@ -16,9 +16,9 @@ from sv_env_code_vulnerability import verify
 from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import hash_row, validate_items
-from sv_shared.cache import JsonCache
-from sv_shared.config import load_env_config
-from sv_shared.sandbox import SandboxUnavailable, sandbox_status
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.sandbox import SandboxUnavailable, sandbox_status
+from sv_shared.registry import load_env_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e3" / "handmade"
 STATUS = sandbox_status()
@@ -120,9 +120,9 @@ def test_reward_values(env: CodeVulnerabilityEnvironment, item: dict[str, Any]) 
             .replace(FIXED_LINE, "    # a\n    # b\n    # c\n    # d\n" + FIXED_LINE),
         )
     )
-    no_patch = env.baselines()["no-patch"](env.observation(item))
+    no_patch = env.baselines["no-patch"](env.episodes.observation(item))
     completions = [correct, no_patch, breaks_functional, new_finding, wrong_cwe, long_fix, "no JSON here"]
-    scored = env.score_many([item] * len(completions), completions)
+    scored = env.verifier.score_many([item] * len(completions), completions)
     rewards = [sample.reward for sample in scored]
     full = {
         "functional": 1,
@@ -152,7 +152,7 @@ def test_reward_values(env: CodeVulnerabilityEnvironment, item: dict[str, Any]) 
 
 def test_malformed_diff_keeps_format_and_cwe(env: CodeVulnerabilityEnvironment, item: dict[str, Any]) -> None:
     stale = answer("--- a/lookup.py\n+++ b/lookup.py\n@@ -1 +1 @@\n-not in the file\n+x\n")
-    sample = env.score(item, stale)
+    sample = env.verifier.score(item, stale)
     assert sample.error == "patch:does_not_apply"
     assert sample.components == {**dict.fromkeys(verify.REPAIR_COMPONENTS, 0.0), "cwe": 1.0, "format": 1.0}
     assert sample.reward == pytest.approx(0.15)
@@ -242,7 +242,7 @@ def test_hostile_patches_score_zero_and_the_run_goes_on(
     names = list(HOSTILE_PATCHES)
     pairs = [(item, answer(HOSTILE_PATCHES[name][0])) for name in names] + [(item, answer(item["reference_patch"]))]
     passwd = Path("/etc/passwd").read_bytes()
-    scored = env.score_many([pair[0] for pair in pairs], [pair[1] for pair in pairs])
+    scored = env.verifier.score_many([pair[0] for pair in pairs], [pair[1] for pair in pairs])
     for name, sample in zip(names, scored, strict=False):
         assert sample.reward == 0.0, (name, sample.error, sample.components)
         assert sample.error is not None and sample.error.startswith(HOSTILE_PATCHES[name][1]), (name, sample.error)
@@ -250,7 +250,7 @@ def test_hostile_patches_score_zero_and_the_run_goes_on(
     assert scored[-1].reward == pytest.approx(1.0)  # the honest answer in the same batch is unaffected
     assert Path("/etc/passwd").read_bytes() == passwd
     assert not (Path.cwd() / "escaped.py").exists() and not Path("/escaped.py").exists()
-    metrics = env.aggregate([s.to_record() for s in scored], {item["item_id"]: item})
+    metrics = env.verifier.aggregate([s.to_record() for s in scored], {item["item_id"]: item})
     assert metrics["hostile_rate"] == pytest.approx(len(names) / len(pairs))
     assert metrics["sandbox_kills"]["sandbox_killed:pids"] == 1
     assert metrics["patch_errors"]["protected_file"] == 4
@@ -280,7 +280,7 @@ def test_contained_writes_secrets_and_test_tampering(
         """
     vulnerable = (FIXTURES / "lookup.py.txt").read_text()
     tamper = answer(diff_of(vulnerable, textwrap.dedent(code) + vulnerable))
-    sample = env.score(item, tamper)
+    sample = env.verifier.score(item, tamper)
     assert sample.components["exploit"] == 0.0  # the exploit test still ran, unmodified, and still fails
     assert sample.details["tests"]["exploit_total"] == 1
     assert "sk-secverify-e3-secret" not in json.dumps(sample.to_record())
@@ -292,9 +292,9 @@ def test_scoring_refuses_without_a_sandbox(
     env: CodeVulnerabilityEnvironment, item: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sv_env_code_vulnerability import harness
-    from sv_shared.sandbox import SandboxStatus
+    from sv_shared.execution.sandbox import SandboxStatus
 
     missing = SandboxStatus(False, ("bwrap not found on PATH",), None, None, None, None, False)
     monkeypatch.setattr(harness, "sandbox_status", lambda refresh=False: missing)
     with pytest.raises(SandboxUnavailable, match="bwrap not found"):
-        env.score(item, answer(item["reference_patch"]))
+        env.verifier.score(item, answer(item["reference_patch"]))

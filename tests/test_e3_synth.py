@@ -10,8 +10,8 @@ from sv_env_code_vulnerability import synth
 from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import SYNTHETIC_CORPUS
-from sv_shared.config import load_env_config
-from sv_shared.sandbox import sandbox_status
+from sv_shared.execution.sandbox import sandbox_status
+from sv_shared.registry import load_env_config
 
 STATUS = sandbox_status()
 SCANNERS_READY = all(scanner.status().available for scanner in CodeScanners().scanners)

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from sv_env_phishing_detection import data, detectors, schema
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e4"
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,20 +27,20 @@ def dataset():
 def test_registered_with_its_config() -> None:
     assert "e4" in implemented_env_ids()
     assert isinstance(ENV, PhishingDetectionEnvironment)
-    assert (ENV.env_id, ENV.name, ENV.id_column) == ("e4", "sv-env-phishing-detection", "email_id")
-    assert ENV.sources() == ["embedded", "zefang", "enron", "apwg"]
+    assert (ENV.env_id, ENV.name, ENV.data.id_column) == ("e4", "sv-env-phishing-detection", "email_id")
+    assert ENV.data.sources() == ["embedded", "zefang", "enron", "apwg"]
     assert sum(ENV.config["reward_weights"].values()) == pytest.approx(1.0)
     with pytest.raises(FileNotFoundError, match=r"data\.enron\.path"):
-        ENV.load_source("enron")
+        ENV.data.load_source("enron")
     with pytest.raises(KeyError, match="unknown E4 corpus"):
-        ENV.load_source("spamassassin")
+        ENV.data.load_source("spamassassin")
 
 
 def test_observation_and_messages_never_carry_the_label(dataset) -> None:
     for row in dataset.frame.head(20).iter_rows(named=True):
-        observation = ENV.observation(row)
+        observation = ENV.episodes.observation(row)
         assert list(observation) == ["raw_email"]
-        system, user = ENV.messages(row)
+        system, user = ENV.episodes.messages(row)
         assert system["role"] == "system" and "lookalike_domain" in system["content"]
         assert user["content"].startswith("Email:\nReturn-Path:")
         for hidden in ("scenario", "indicators", "source_corpus", "generator_params"):
@@ -48,28 +48,28 @@ def test_observation_and_messages_never_carry_the_label(dataset) -> None:
 
 
 def test_prompt_shows_decoded_text_links_and_attachments() -> None:
-    frame = ENV.load_source("embedded")
+    frame = ENV.data.load_source("embedded")
     malware = frame.filter(frame["raw_email"].str.contains(r"\.pdf\.exe")).row(0, named=True)
-    shown = ENV.messages(malware)[1]["content"]
+    shown = ENV.episodes.messages(malware)[1]["content"]
     assert "Attachments:\n- " in shown and ".pdf.exe (application/octet-stream" in shown
     bank = frame.filter(frame["raw_email"].str.contains("secure/restore")).row(0, named=True)
-    assert "-> https://" in ENV.messages(bank)[1]["content"]
+    assert "-> https://" in ENV.episodes.messages(bank)[1]["content"]
 
 
 def test_synthesize_and_curate_follow_the_config() -> None:
-    frame = ENV.synthesize(12, seed=3)
+    frame = ENV.data.synthesize(12, seed=3)
     assert frame.height == 12 and frame.filter(frame["label"] == "Phishing").height == 6
-    splits = ENV.curate([ENV.load_source("embedded")], seed=42)
+    splits = ENV.data.curate([ENV.data.load_source("embedded")], seed=42)
     assert list(splits) == ["train", "dev", "test"]
 
 
 def test_rules_baseline_answers_in_the_schema_with_grounded_evidence() -> None:
-    frame = ENV.load_source("embedded")
+    frame = ENV.data.load_source("embedded")
     for item in frame.head(30).iter_rows(named=True):
-        completion = baseline.rules_answer(ENV.observation(item))
-        parsed = ENV.parse(completion)
+        completion = baseline.rules_answer(ENV.episodes.observation(item))
+        parsed = ENV.verifier.parse(completion)
         assert parsed.ok and parsed.output["label"] in ("Phishing", "Legitimate")
-        scored = ENV.score(item, completion)
+        scored = ENV.verifier.score(item, completion)
         assert scored.components["grounding"] == 1.0 and scored.components["evidence_precision"] == 1.0
         assert scored.components["evidence_recall"] == 1.0
 
@@ -86,10 +86,10 @@ def test_end_to_end_eval_of_the_rules_baseline(tmp_path: Path, dataset) -> None:
     assert metrics["n"] == 30 and metrics["format_failure_rate"] == 0.0
     assert metrics["grounding_rate"] == 1.0 and metrics["evidence_recall"] == 1.0
     assert 0.5 < metrics["accuracy"] < 1.0  # the hard cases keep the rules honest
-    for _, key in ENV.report_columns():
+    for _, key in ENV.verifier.report_columns():
         assert key in metrics
     metadata = json.loads((outcome.run_dir / "metadata.json").read_text())
-    assert metadata["verifier_version"] == ENV.verifier_version and metadata["dataset"]["rows"] == dataset.frame.height
+    assert metadata["verifier_version"] == ENV.verifier.version and metadata["dataset"]["rows"] == dataset.frame.height
 
 
 # --- the URL-reputation tool --------------------------------------------------------------------------------------

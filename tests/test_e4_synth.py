@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from sv_env_phishing_detection import data, detectors, schema, synth
-from sv_shared.hashing import frame_hash
+from sv_shared.data.hashing import frame_hash
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e4"
 

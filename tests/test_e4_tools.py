@@ -7,7 +7,7 @@ from sv_shared.contracts import PolicyReply
 from sv_shared.registry import get_environment
 
 ENV = get_environment("e4")
-ITEM = next(item for item in ENV.load_source("embedded").to_dicts() if item["label"] == "Phishing")
+ITEM = next(item for item in ENV.data.load_source("embedded").to_dicts() if item["label"] == "Phishing")
 ANSWER = json.dumps({"label": "Phishing", "confidence": 0.9, "evidence": []})
 
 
@@ -26,7 +26,7 @@ def test_native_calls_are_answered_and_recorded() -> None:
         assert messages[-1]["role"] == "tool" and messages[-1]["tool_call_id"] == "c1"
         return PolicyReply(text=ANSWER)
 
-    scored = ENV.rollout(ITEM, policy, tool_protocol="native")
+    scored = ENV.episodes.rollout(ITEM, policy, tool_protocol="native")
     assert seen_tools[0][0]["function"]["name"] == TOOL_NAME
     assert scored.details["tools"]["tool_calls"] == 1
     assert scored.details["tools"]["calls"][0]["arguments"] == {"target": "paypa1-secure.com"}
@@ -42,7 +42,7 @@ def test_text_protocol_budget_is_enforced() -> None:
         replies.append(messages[-1]["content"])
         return PolicyReply(text="LOOKUP url_reputation example.com")
 
-    scored = ENV.rollout(ITEM, policy, tool_protocol="text")
+    scored = ENV.episodes.rollout(ITEM, policy, tool_protocol="text")
     calls = scored.details["tools"]["calls"]
     assert len(replies) == budget + 1  # the turn budget ends the episode
     assert all("error" not in call["result"] for call in calls[:budget])

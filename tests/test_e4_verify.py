@@ -8,7 +8,7 @@ import pytest
 
 from sv_env_phishing_detection import verify
 from sv_env_phishing_detection.detectors import analyze
-from sv_shared.parsing import FormatError
+from sv_shared.answers.parsing import FormatError
 from sv_shared.registry import get_environment
 
 ENV = get_environment("e4")
@@ -72,7 +72,7 @@ def answer(label: str, confidence: float, *evidence: tuple[str, str]) -> str:
     ],
 )
 def test_parse_failures_have_names(completion: str, error: str) -> None:
-    parsed = ENV.parse(completion)
+    parsed = ENV.verifier.parse(completion)
     assert not parsed.ok and parsed.error == error
 
 
@@ -80,13 +80,13 @@ def test_parse_accepts_fences_loose_types_and_missing_evidence() -> None:
     fenced = (
         '```json\n{"label": "phishing", "confidence": 1, "evidence": [{"type": "Lookalike-Domain", "quote": "q"}]}\n```'
     )
-    assert ENV.parse(fenced).output == {
+    assert ENV.verifier.parse(fenced).output == {
         "label": "Phishing",
         "confidence": 1.0,
         "evidence": [{"type": "lookalike_domain", "quote": "q"}],
     }
-    assert ENV.parse('{"label": "Abstain", "confidence": 0.5}').output["evidence"] == []
-    assert ENV.parse('{"label": "Legitimate", "confidence": 0.5, "evidence": null}').output["evidence"] == []
+    assert ENV.verifier.parse('{"label": "Abstain", "confidence": 0.5}').output["evidence"] == []
+    assert ENV.verifier.parse('{"label": "Legitimate", "confidence": 0.5, "evidence": null}').output["evidence"] == []
 
 
 # --- exact reward values ------------------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ def test_worked_example_reward() -> None:
         ("credential_request", "verify your password"),
         ("auth_failure", "within 24 hours"),
     )
-    scored = ENV.score(item(PHISH, "Phishing"), completion)
+    scored = ENV.verifier.score(item(PHISH, "Phishing"), completion)
     assert scored.components == {
         "accuracy": 1.0,
         "calibration": pytest.approx(0.9),
@@ -120,8 +120,8 @@ def test_worked_example_reward() -> None:
 
 
 def test_duplicate_entries_count_once() -> None:
-    once = ENV.score(item(PHISH, "Phishing"), answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com")))
-    twice = ENV.score(
+    once = ENV.verifier.score(item(PHISH, "Phishing"), answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com")))
+    twice = ENV.verifier.score(
         item(PHISH, "Phishing"),
         answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com"), ("lookalike_domain", "PAYPAL-SECURE.COM ")),
     )
@@ -130,7 +130,7 @@ def test_duplicate_entries_count_once() -> None:
 
 def test_missed_phish_without_evidence() -> None:
     """A miss costs everything on asymmetric cost; saying nothing about a phish earns no evidence credit."""
-    scored = ENV.score(item(PHISH, "Phishing"), answer("Legitimate", 0.8))
+    scored = ENV.verifier.score(item(PHISH, "Phishing"), answer("Legitimate", 0.8))
     assert scored.components["asymmetric_cost"] == 0.0
     assert scored.components["calibration"] == pytest.approx(0.2)
     assert (scored.components["evidence_precision"], scored.components["evidence_recall"]) == (0.0, 0.0)
@@ -138,47 +138,47 @@ def test_missed_phish_without_evidence() -> None:
 
 
 def test_false_alarm_costs_less_than_a_miss() -> None:
-    scored = ENV.score(item(CLEAN, "Legitimate"), answer("Phishing", 0.6, ("urgency", "Lunch at noon")))
+    scored = ENV.verifier.score(item(CLEAN, "Legitimate"), answer("Phishing", 0.6, ("urgency", "Lunch at noon")))
     assert scored.components["asymmetric_cost"] == pytest.approx(1 - 0.3)
     assert scored.components["evidence_precision"] == 0.0 and scored.components["grounding"] == 1.0
 
 
 def test_clean_email_with_no_evidence_scores_full_evidence_credit() -> None:
-    scored = ENV.score(item(CLEAN, "Legitimate"), answer("Legitimate", 1.0))
+    scored = ENV.verifier.score(item(CLEAN, "Legitimate"), answer("Legitimate", 1.0))
     assert scored.reward == pytest.approx(1.0)
 
 
 def test_abstaining_pays_only_on_mixed_evidence() -> None:
     assert analyze(MIXED).suspicion == pytest.approx(0.4475)
-    mixed = ENV.score(item(MIXED, "Phishing"), answer("Abstain", 0.5, ("payment_change", "new bank details")))
+    mixed = ENV.verifier.score(item(MIXED, "Phishing"), answer("Abstain", 0.5, ("payment_change", "new bank details")))
     assert mixed.details["mixed"]
     assert mixed.components["asymmetric_cost"] == pytest.approx(0.85)
     assert mixed.components["calibration"] == 0.0 and mixed.components["accuracy"] == 0.0
     # 0.2·0.85 + 0.05·1 + 0.1·1 + 0.1·(1/2) + 0.1·1
     assert mixed.reward == pytest.approx(0.47)
-    clear_phish = ENV.score(item(PHISH, "Phishing"), answer("Abstain", 0.5))
+    clear_phish = ENV.verifier.score(item(PHISH, "Phishing"), answer("Abstain", 0.5))
     assert clear_phish.components["asymmetric_cost"] == 0.0  # costed as the miss it avoided
-    clear_legit = ENV.score(item(CLEAN, "Legitimate"), answer("Abstain", 0.5))
+    clear_legit = ENV.verifier.score(item(CLEAN, "Legitimate"), answer("Abstain", 0.5))
     assert clear_legit.components["asymmetric_cost"] == pytest.approx(0.7)  # costed as a false alarm
-    assert clear_legit.reward < ENV.score(item(CLEAN, "Legitimate"), answer("Legitimate", 0.5)).reward
+    assert clear_legit.reward < ENV.verifier.score(item(CLEAN, "Legitimate"), answer("Legitimate", 0.5)).reward
 
 
 def test_parse_failure_scores_zero_everywhere() -> None:
-    scored = ENV.score(item(PHISH, "Phishing"), "I think this is phishing")
+    scored = ENV.verifier.score(item(PHISH, "Phishing"), "I think this is phishing")
     assert scored.reward == 0.0 and set(scored.components.values()) == {0.0}
     assert scored.error == FormatError.NO_JSON
     assert set(scored.components) == set(ENV.config["reward_weights"])
 
 
 def test_ungrounded_quotes_score_nothing_even_with_the_right_type() -> None:
-    scored = ENV.score(item(PHISH, "Phishing"), answer("Phishing", 1.0, ("urgency", "will be suspended forever")))
+    scored = ENV.verifier.score(item(PHISH, "Phishing"), answer("Phishing", 1.0, ("urgency", "will be suspended forever")))
     assert scored.components["grounding"] == 0.0 and scored.components["evidence_precision"] == 0.0
     assert scored.components["evidence_recall"] == 0.0
 
 
 def test_score_uses_the_raw_email_not_stored_indicators() -> None:
     forged = {**item(CLEAN, "Legitimate"), "indicators": json.dumps([{"type": "urgency", "quotes": ["lunch"]}])}
-    scored = ENV.score(forged, answer("Legitimate", 1.0, ("urgency", "Lunch at noon")))
+    scored = ENV.verifier.score(forged, answer("Legitimate", 1.0, ("urgency", "Lunch at noon")))
     assert scored.components["evidence_precision"] == 0.0
 
 
@@ -204,8 +204,8 @@ def test_aggregate_reports_evidence_grounding_and_abstention_by_evidence() -> No
         "b" * 16: answer("Abstain", 0.5, ("payment_change", "new bank details")),
         "c" * 16: "no answer",
     }
-    records = [ENV.score(items[key], text).to_record() for key, text in completions.items()]
-    metrics = ENV.aggregate(records, items)
+    records = [ENV.verifier.score(items[key], text).to_record() for key, text in completions.items()]
+    metrics = ENV.verifier.aggregate(records, items)
     assert metrics["n"] == 3 and metrics["n_mixed"] == 1
     assert metrics["grounding_rate"] == pytest.approx(2 / 3)
     assert metrics["abstention_rate_mixed"] == 1.0 and metrics["abstention_rate_clear"] == 0.0
@@ -214,5 +214,5 @@ def test_aggregate_reports_evidence_grounding_and_abstention_by_evidence() -> No
     assert metrics["accuracy_by_language"] == {"de": 0.0, "en": 0.5}
     assert metrics["format_errors"] == {"no_json_object": 1}
     assert metrics["cost_weighted_error"] == pytest.approx((0.0 + 0.15 + 0.3) / 3)  # the mixed abstention costs 0.15
-    for _, key in ENV.report_columns():
+    for _, key in ENV.verifier.report_columns():
         assert key in metrics

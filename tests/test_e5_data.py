@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 from sv_env_redteam_attack import data, schema, synth
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
-from sv_shared.hashing import sha256_hex
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.hashing import sha256_hex
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e5"

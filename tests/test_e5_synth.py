@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from sv_env_redteam_attack import data, schema, synth
-from sv_shared.hashing import frame_hash
+from sv_shared.data.hashing import frame_hash
 
 FAILURES = [
     {"category": "S2", "tactic": "role_play", "behavior_id": "emb-s2-01"},

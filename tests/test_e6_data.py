@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from sv_env_redteam_defense import data, policy, schema
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
-from sv_shared.hashing import sha256_hex
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.hashing import sha256_hex
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e6"

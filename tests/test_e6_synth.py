@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from sv_env_redteam_defense import data, policy, schema, synth
-from sv_shared.hashing import frame_hash
+from sv_shared.data.hashing import frame_hash
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
 
 JBB_MIRROR = Path(__file__).parent / "fixtures" / "e6" / "jbb"

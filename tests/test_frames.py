@@ -4,8 +4,8 @@ import pandera.polars as pa
 import polars as pl
 import pytest
 
-from sv_shared.errors import CorpusValidationError
-from sv_shared.frames import FrameRules, json_object_rows
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.data.frames import FrameRules, json_object_rows
 
 RULES = FrameRules("test frame", {"id": pl.Utf8, "port": pl.Int64, "note": pl.Utf8}, shown=["id"])
 

@@ -1,4 +1,4 @@
-"""The corpus-loading helpers the six environments share (sv_shared.loading)."""
+"""The corpus-loading helpers the six environments share (sv_shared.data.loading)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import datasets
 import polars as pl
 import pytest
 
-from sv_shared.embedded import build_main, check_or_write, jsonl_text, stale_files
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
-from sv_shared.loading import (
+from sv_shared.data.embedded import build_main, check_or_write, jsonl_text, stale_files
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.loading import (
     MAX_EXAMPLES,
     LoadReport,
     dedupe,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sv_shared.costs import CostTable
-from sv_shared.metrics import (
+from sv_shared.answers.costs import CostTable
+from sv_shared.answers.metrics import (
     MAX_CURVE_POINTS,
     Outcome,
     classification_metrics,

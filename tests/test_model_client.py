@@ -24,7 +24,7 @@ from secverify_dagster.resources.models import (
     cache_key,
     open_client,
 )
-from sv_shared.retry import retry_async
+from sv_shared.execution.retry import retry_async
 
 FAST = RetryPolicy(attempts=5, base_delay_s=0.01, max_delay_s=0.05, jitter=0.1)
 SECRET = "sk-test-9f8e7d6c5b4a-SECRET"

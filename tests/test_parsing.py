@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sv_shared.parsing import FormatError, JsonClassificationParser
+from sv_shared.answers.parsing import FormatError, JsonClassificationParser
 
 PARSER = JsonClassificationParser(labels=("Benign", "Malicious", "Abstain"))
 

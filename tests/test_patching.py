@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_shared.patching import (
+from sv_shared.execution.patching import (
     PYTEST_PROTECTED,
     DiffStats,
     PatchError,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import matplotlib
 
-from sv_shared.costs import CostTable
-from sv_shared.metrics import Outcome, classification_metrics
-from sv_shared.plots import plot_reliability, plot_risk_coverage
+from sv_shared.answers.costs import CostTable
+from sv_shared.answers.metrics import Outcome, classification_metrics
+from sv_shared.answers.plots import plot_reliability, plot_risk_coverage
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

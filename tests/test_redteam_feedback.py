@@ -25,7 +25,7 @@ def isolated_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_defender_failures_seed_the_next_goal_trees(isolated_outputs: Path) -> None:
     e5, e6 = get_environment("e5"), get_environment("e6")
     assert defender_failures(isolated_outputs / "evals") == []
-    unseeded = e5.synthesize(30, seed=42)
+    unseeded = e5.data.synthesize(30, seed=42)
     assert all(json.loads(p)["seeded_by"] is None for p in unseeded["generator_params"].to_list())
 
     run = EvalRunner(e6, REGISTRY["naive-complier"], registry=REGISTRY).run(
@@ -39,7 +39,7 @@ def test_defender_failures_seed_the_next_goal_trees(isolated_outputs: Path) -> N
         if json.loads(line)["details"]["kind"] == "benign"
         and json.loads(line)["details"]["outcome"] == "unsafe_compliance"
     )
-    seeded = e5.synthesize(30, seed=42)
+    seeded = e5.data.synthesize(30, seed=42)
     seeds = {json.loads(p)["seeded_by"] for p in seeded["generator_params"].to_list()} - {None}
     assert seeds and seeds <= {f["behavior_id"] for f in failures}
 
@@ -51,7 +51,7 @@ def test_stored_attack_messages_become_defense_probes(isolated_outputs: Path) ->
     ).run(embedded_dataset(e5, split="test", seed=42), n=6, seed=42)
     probes = attack_probes(isolated_outputs / "evals")
     assert probes and all(not p["message"].startswith("[REDACTED") for p in probes)
-    frame = e6.synthesize(40, seed=42)
+    frame = e6.data.synthesize(40, seed=42)
     from_e5 = frame.filter(frame["generator"] == "e5_attacks")
     assert from_e5.height > 0 and set(from_e5["kind"].to_list()) == {"adversarial"}
     assert {json.loads(turns)[-1] for turns in from_e5["turns"].to_list()} <= {p["message"] for p in probes}

@@ -140,12 +140,12 @@ def test_a_failing_target_abandons_only_its_dialogues_which_resume_later() -> No
 
 def test_no_judged_unsafe_text_reaches_outputs(isolated_outputs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run attacks and defenses that produce unsafe text, write reports, and search every byte under outputs/."""
-    import sv_shared.dialogue
+    import sv_shared.execution.dialogue
     from secverify_dagster.reports import build_report
 
     spy = SpyJudge()
     screen = SpyJudge()
-    monkeypatch.setattr(sv_shared.dialogue, "STORAGE_SCREEN", screen)
+    monkeypatch.setattr(sv_shared.execution.dialogue, "STORAGE_SCREEN", screen)
     for env, model, target in ((E5, "template-attacker", "naive-complier"), (E6, "naive-complier", None)):
         runner = _runner(env, model, target=target)
         original = runner._open_dialogue

@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from sv_env_network_logs.verify import detection_task, score_completion
-from sv_shared.config import load_env_config
-from sv_shared.costs import CostTable
-from sv_shared.rewards import RewardWeights, reward_asymmetric_cost, reward_calibration
+from sv_env_network_logs.verify import NetworkLogsVerifier, detection_task
+from sv_shared.answers.costs import CostTable
+from sv_shared.answers.rewards import RewardWeights, reward_asymmetric_cost, reward_calibration
+from sv_shared.registry import load_env_config
 
 TASK = detection_task(load_env_config("e1"))
+VERIFIER = NetworkLogsVerifier(load_env_config("e1"))
 
 
 def answer(label: str, confidence: float) -> str:
@@ -64,13 +65,13 @@ def test_configured_weights_and_costs_are_the_documented_ones() -> None:
     ],
 )
 def test_e1_reward_exact_values(truth: str, completion: str, reward: float, components: dict) -> None:
-    scored = score_completion(TASK, "flow-1", truth, completion)
+    scored = VERIFIER.score({"flow_id": "flow-1", "label": truth}, completion)
     assert scored.reward == pytest.approx(reward)
     assert scored.components == pytest.approx(components)
 
 
 def test_parse_failure_is_recorded_with_its_reason() -> None:
-    scored = score_completion(TASK, "flow-1", "Benign", '{"label": "Benign", "confidence": 2}')
+    scored = VERIFIER.score({"flow_id": "flow-1", "label": "Benign"}, '{"label": "Benign", "confidence": 2}')
     assert scored.error == "confidence_out_of_range"
     assert scored.parsed is None
 
@@ -78,10 +79,10 @@ def test_parse_failure_is_recorded_with_its_reason() -> None:
 @pytest.mark.parametrize("truth", ["Benign", "Malicious"])
 def test_abstaining_is_cheaper_than_wrong_but_never_better_than_right(truth: str) -> None:
     wrong = "Benign" if truth == "Malicious" else "Malicious"
-    abstain = score_completion(TASK, "f", truth, answer("Abstain", 1.0))
+    abstain = VERIFIER.score({"flow_id": "f", "label": truth}, answer("Abstain", 1.0))
     for confidence in (0.0, 0.5, 1.0):
-        right = score_completion(TASK, "f", truth, answer(truth, confidence))
-        miss = score_completion(TASK, "f", truth, answer(wrong, confidence))
+        right = VERIFIER.score({"flow_id": "f", "label": truth}, answer(truth, confidence))
+        miss = VERIFIER.score({"flow_id": "f", "label": truth}, answer(wrong, confidence))
         assert right.reward > abstain.reward
         assert abstain.components["asymmetric_cost"] > miss.components["asymmetric_cost"]
 

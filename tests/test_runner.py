@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ import pytest
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ProviderError, load_registry, open_client
 from secverify_dagster.runner import EvalRunner, RunMismatchError, embedded_dataset, select_items
+from sv_shared.contracts import ToolUse
 from sv_shared.registry import get_environment
 
 ENV = get_environment("e1")
@@ -30,7 +32,7 @@ class CountingClient:
         self, ids: dict[str, dict], *, fail_ids: Sequence[str] = (), crash_after_calls: int | None = None
     ) -> None:
         self.ids = ids
-        self.inner = open_client(HEURISTIC, cache=None, baselines=ENV.baselines())
+        self.inner = open_client(HEURISTIC, cache=None, baselines=ENV.baselines)
         self.fail_ids = set(fail_ids)
         self.crash_after_calls = crash_after_calls
         self.calls = 0
@@ -60,7 +62,7 @@ class CountingClient:
 
 
 def _client(dataset, **kwargs) -> CountingClient:
-    return CountingClient({item["flow_id"]: ENV.observation(item) for item in dataset.frame.to_dicts()}, **kwargs)
+    return CountingClient({item["flow_id"]: ENV.episodes.observation(item) for item in dataset.frame.to_dicts()}, **kwargs)
 
 
 def _results(run_dir: Path) -> list[dict]:
@@ -75,7 +77,7 @@ def test_writes_the_run_folder_with_provenance(tmp_path: Path, dataset) -> None:
     metadata = json.loads((outcome.run_dir / "metadata.json").read_text())
     assert metadata["dataset"]["hash"] == dataset.hash
     assert metadata["dataset"]["source"] == "embedded:test"
-    assert metadata["verifier_version"] == ENV.verifier_version
+    assert metadata["verifier_version"] == ENV.verifier.version
     assert metadata["model"] == {
         "id": "heuristic",
         "provider": "baseline",
@@ -177,30 +179,28 @@ def test_editing_a_baseline_starts_a_new_run(tmp_path: Path, dataset, monkeypatc
     assert first.run_dir != second.run_dir
 
 
-class TwoTurnNetworkLogs(type(ENV)):
-    """E1 with a scripted second turn, to exercise the runner's multi-turn path with a real client."""
+class TwoTurnNetworkLogs(ToolUse):
+    """E1 posed with a scripted second turn, to exercise the runner's multi-turn path with a real client."""
 
-    def supports_tools(self) -> bool:
-        return True
+    def observation(self, item):
+        return ENV.episodes.observation(item)
+
+    def messages(self, item):
+        return ENV.episodes.messages(item)
 
     def rollout(self, item, policy, *, tool_protocol: str):
         messages = self.messages(item)
         first = policy(messages, None)
         messages = [*messages, {"role": "assistant", "content": first.text}, {"role": "user", "content": "Sure?"}]
         final = policy(messages, None)
-        scored = self.score(item, final.text)
-        return type(scored)(
-            scored.item_id,
-            scored.reward,
-            scored.components,
-            scored.parsed,
-            scored.error,
-            {"transcript": [*messages, {"role": "assistant", "content": final.text}]},
+        scored = ENV.verifier.score(item, final.text)
+        return dataclasses.replace(
+            scored, details={"transcript": [*messages, {"role": "assistant", "content": final.text}]}
         )
 
 
 def test_tool_mode_runs_episodes_and_records_transcripts(tmp_path: Path, dataset) -> None:
-    env = TwoTurnNetworkLogs(ENV.config)
+    env = dataclasses.replace(ENV, episodes=TwoTurnNetworkLogs())
     outcome = EvalRunner(env, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, seed=42, include_tools=True)
     assert outcome.status == "complete"
     records = _results(outcome.run_dir)

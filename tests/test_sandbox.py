@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from sv_shared import sandbox as sandbox_module
-from sv_shared.patching import PYTEST_PROTECTED, PatchError, apply_patch_to_dir
-from sv_shared.sandbox import (
+from sv_shared.execution import sandbox as sandbox_module
+from sv_shared.execution.patching import PYTEST_PROTECTED, PatchError, apply_patch_to_dir
+from sv_shared.execution.sandbox import (
     SANDBOX_UID,
     Sandbox,
     SandboxError,

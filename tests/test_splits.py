@@ -1,12 +1,12 @@
-"""sv_shared.splits: exact largest-remainder sizes, disjoint covering parts, independence from row order."""
+"""sv_shared.data.splits: exact largest-remainder sizes, disjoint covering parts, independence from row order."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from sv_shared.hashing import frame_hash
-from sv_shared.splits import allocate_counts, stratified_split, validate_fractions
+from sv_shared.data.hashing import frame_hash
+from sv_shared.data.splits import allocate_counts, stratified_split, validate_fractions
 
 FRACTIONS = {"train": 0.7, "dev": 0.15, "test": 0.15}
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-import sv_shared.statistics as statistics
-from sv_shared.statistics import PairedBootstrap, align_paired, bootstrap_mean_ci, paired_bootstrap
+import sv_shared.answers.statistics as statistics
+from sv_shared.answers.statistics import PairedBootstrap, align_paired, bootstrap_mean_ci, paired_bootstrap
 
 
 def _loop_percentile(sorted_values: list[float], q: float) -> float:

@@ -19,7 +19,7 @@ from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, parse_config
 from sv_env_config_verification.synth import dump_yaml, pod_spec_of, unified_diff
 from sv_shared.contracts import Baseline
-from sv_shared.findings import Finding
+from sv_shared.execution.findings import Finding
 
 DANGEROUS_CAPABILITIES = frozenset({"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH"})
 SECRET_NAME = re.compile(r"(password|passwd|(^|_)pwd($|_)|secret|token|api_?key|access_?key|private_?key|credential)")

@@ -42,11 +42,11 @@ from sv_env_config_verification.schema import (
     validate_items,
     with_content_hash,
 )
-from sv_shared.errors import CorpusValidationError
-from sv_shared.findings import Finding
-from sv_shared.loading import TABLE_SUFFIXES, dedupe, is_hub_id, load_from_hub, read_table
-from sv_shared.loading import LoadReport as _LoadReport
-from sv_shared.splits import stratified_split, validate_fractions
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.data.loading import TABLE_SUFFIXES, dedupe, is_hub_id, load_from_hub, read_table
+from sv_shared.data.loading import LoadReport as _LoadReport
+from sv_shared.data.splits import stratified_split, validate_fractions
+from sv_shared.execution.findings import Finding
 
 logger = logging.getLogger(__name__)
 

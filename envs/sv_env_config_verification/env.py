@@ -17,10 +17,10 @@ import polars as pl
 from sv_env_config_verification import baseline, data, prompts, rollout, schema, synth, verify
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.tools import ALL, ToolBox
-from sv_shared.cache import JsonCache
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Baseline, Environment, Item, Message, ParseResult, Policy, ScoredSample
-from sv_shared.findings import Finding
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.findings import Finding
 
 
 class ConfigVerificationEnvironment(Environment):

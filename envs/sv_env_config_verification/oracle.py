@@ -37,9 +37,9 @@ from sv_env_config_verification.loading import (
     detect_kind,
     parse_config,
 )
-from sv_shared.cache import JsonCache
-from sv_shared.findings import SEVERITIES, Finding, ScannerAdapter, ToolStatus
-from sv_shared.hashing import sha256_hex
+from sv_shared.data.hashing import sha256_hex
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.findings import SEVERITIES, Finding, ScannerAdapter, ToolStatus
 
 CACHE_NAMESPACE = "scanner"
 SCANNER_ERROR = "scanner_error"

@@ -1,4 +1,4 @@
-"""Applying a model's patch to one config file: unified diffs (through sv_shared.patching) and RFC 6902 JSON Patch.
+"""Applying a model's patch to one config file: unified diffs (sv_shared.execution.patching) and RFC 6902 JSON Patch.
 
 A patch is untrusted input. Every refusal raises PatchError with a named reason (recorded per sample), never a
 partial result: a diff that names another file, a path with "..", an absolute path, a hunk whose context is not in
@@ -20,8 +20,8 @@ import re
 from enum import StrEnum
 from typing import Any
 
-from sv_shared.patching import PatchError as DiffError
-from sv_shared.patching import PatchErrorCode, PatchLimits, apply_patch_to_file
+from sv_shared.execution.patching import PatchError as DiffError
+from sv_shared.execution.patching import PatchErrorCode, PatchLimits, apply_patch_to_file
 
 MAX_PATCH_BYTES = 200_000
 MAX_JSON_PATCH_OPS = 200

@@ -24,11 +24,11 @@ from pandera.api.polars.types import PolarsData
 
 from sv_env_config_verification.canonical import CANONICAL
 from sv_env_config_verification.patching import PatchError, json_patch_from_text, validate_json_patch
+from sv_shared.answers.parsing import extract_json_object, parse_confidence
 from sv_shared.contracts import ParseResult
-from sv_shared.findings import SEVERITIES, Finding
-from sv_shared.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
-from sv_shared.hashing import content_hash
-from sv_shared.parsing import extract_json_object, parse_confidence
+from sv_shared.data.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
+from sv_shared.data.hashing import content_hash
+from sv_shared.execution.findings import SEVERITIES, Finding
 
 KINDS: tuple[str, ...] = ("kubernetes", "terraform")
 LABELS: tuple[str, ...] = ("vulnerable", "secure")
@@ -230,7 +230,7 @@ MAX_FIELD_CHARS = 2_000
 
 
 class AnswerError(StrEnum):
-    """Why an answer could not be used (besides sv_shared.parsing.FormatError); the value goes to results.jsonl."""
+    """Why an answer could not be used (besides sv_shared.answers.parsing.FormatError); the value goes to results."""
 
     MISSING_VIOLATIONS = "missing_violations"
     VIOLATIONS_NOT_LIST = "violations_not_list"

@@ -40,7 +40,7 @@ from sv_env_config_verification.schema import (
     label_of,
     validate_items,
 )
-from sv_shared.hashing import content_hash, stable_json
+from sv_shared.data.hashing import content_hash, stable_json
 
 MAX_SEED = 2**62
 WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sv_env_config_verification.schema import MAX_CONTENT_BYTES
-from sv_shared.findings import Finding
+from sv_shared.execution.findings import Finding
 
 SCAN = "scan"
 ALL = "all"

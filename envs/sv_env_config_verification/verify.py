@@ -33,10 +33,10 @@ from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, p
 from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
 from sv_env_config_verification.schema import CANONICAL, findings_from_json, parse_answer
 from sv_env_config_verification.synth import dump_yaml, pod_spec_of
+from sv_shared.answers.metrics import mean_or_none, reward_summary
+from sv_shared.answers.rewards import RewardWeights, failed_components
 from sv_shared.contracts import ScoredSample
-from sv_shared.findings import SEVERITY_WEIGHTS, Finding
-from sv_shared.metrics import mean_or_none, reward_summary
-from sv_shared.rewards import RewardWeights, failed_components
+from sv_shared.execution.findings import SEVERITY_WEIGHTS, Finding
 
 COMPONENTS: tuple[str, ...] = ("detection", "patch", "format")
 UNKNOWN_ID_SEVERITY = "medium"

@@ -24,10 +24,10 @@ from sv_env_network_logs.schema import (
     validate_flows,
     with_content_hash,
 )
-from sv_shared.errors import CorpusValidationError
-from sv_shared.loading import MAX_EXAMPLES, dedupe, fallback_strata, is_hub_id, load_from_hub, read_table
-from sv_shared.loading import LoadReport as _LoadReport
-from sv_shared.splits import stratified_split, validate_fractions
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.data.loading import MAX_EXAMPLES, dedupe, fallback_strata, is_hub_id, load_from_hub, read_table
+from sv_shared.data.loading import LoadReport as _LoadReport
+from sv_shared.data.splits import stratified_split, validate_fractions
 
 logger = logging.getLogger(__name__)
 

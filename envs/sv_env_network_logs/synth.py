@@ -25,8 +25,8 @@ from sv_env_network_logs.schema import (
     validate_flows,
     with_content_hash,
 )
-from sv_shared.hashing import stable_json
-from sv_shared.splits import allocate_counts
+from sv_shared.data.hashing import stable_json
+from sv_shared.data.splits import allocate_counts
 
 Row = dict[str, Any]
 Episode = tuple[dict[str, Any], list[Row]]

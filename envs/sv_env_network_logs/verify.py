@@ -2,35 +2,67 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sv_shared.classification import ABSTAIN, DetectionTask
-from sv_shared.contracts import ScoredSample
-from sv_shared.costs import CostTable
-from sv_shared.parsing import JsonClassificationParser
-from sv_shared.rewards import RewardWeights
+from sv_env_network_logs.config import Config
+from sv_shared.answers.classification import ABSTAIN, DetectionTask
+from sv_shared.answers.costs import CostTable
+from sv_shared.answers.parsing import JsonClassificationParser
+from sv_shared.answers.rewards import RewardWeights
+from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
 
 ANSWER_LABELS = ("Benign", "Malicious", ABSTAIN)
 PARSER = JsonClassificationParser(labels=ANSWER_LABELS)
+ID_COLUMN = "flow_id"
 
 
-def detection_task(config: Mapping[str, Any]) -> DetectionTask:
+def detection_task(config: Config) -> DetectionTask:
     return DetectionTask(
         positive_label="Malicious",
         negative_label="Benign",
-        costs=CostTable.from_config(config["costs"]),
-        weights=RewardWeights.from_config(config["reward_weights"]),
+        costs=CostTable(**config.costs.as_dict()),
+        weights=RewardWeights(config.reward_weights.as_mapping()),
     )
 
 
-def score_completion(task: DetectionTask, item_id: str, truth_label: str, completion: str) -> ScoredSample:
-    parsed = PARSER.parse(completion)
-    components = task.components(truth_label, parsed)
-    return ScoredSample(
-        item_id=item_id,
-        reward=task.weights.combine(components),
-        components=components,
-        parsed=parsed.output,
-        error=parsed.error,
-    )
+class NetworkLogsVerifier(CompletionVerifier):
+    """Accuracy, calibration, asymmetric cost and format of a {"label", "confidence", "rationale"} answer."""
+
+    version = "e1-verifier-1"
+
+    def __init__(self, config: Config) -> None:
+        self.task = detection_task(config)
+        self.bootstrap_seed = config.eval.seed
+
+    def parse(self, completion: str) -> ParseResult:
+        return PARSER.parse(completion)
+
+    def score(self, item: Item, completion: str) -> ScoredSample:
+        parsed = self.parse(completion)
+        components = self.task.components(item["label"], parsed)
+        return ScoredSample(
+            item_id=item[ID_COLUMN],
+            reward=self.task.weights.combine(components),
+            components=components,
+            parsed=parsed.output,
+            error=parsed.error,
+        )
+
+    def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
+        truths = {item_id: item["label"] for item_id, item in items.items()}
+        return self.task.aggregate(records, truths, seed=self.bootstrap_seed)
+
+    def report_columns(self) -> list[tuple[str, str]]:
+        return [
+            ("accuracy", "accuracy"),
+            ("F1", "f1"),
+            ("FNR", "fnr"),
+            ("FPR", "fpr"),
+            ("abstain", "abstention_rate"),
+            ("format fail", "format_failure_rate"),
+            ("ECE", "ece"),
+            ("Brier", "brier"),
+            ("AURC", "aurc"),
+            ("cost-wtd error", "cost_weighted_error"),
+        ]

@@ -39,11 +39,11 @@ from sv_env_phishing_detection.schema import (
     validate_emails,
     with_content_hash,
 )
-from sv_shared.errors import CorpusValidationError
-from sv_shared.hashing import sha256_hex
-from sv_shared.loading import LoadReport as _LoadReport
-from sv_shared.loading import dedupe, fallback_strata, is_hub_id, load_from_hub, read_table
-from sv_shared.splits import stratified_split, validate_fractions
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.data.hashing import sha256_hex
+from sv_shared.data.loading import LoadReport as _LoadReport
+from sv_shared.data.loading import dedupe, fallback_strata, is_hub_id, load_from_hub, read_table
+from sv_shared.data.splits import stratified_split, validate_fractions
 
 logger = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ from sv_env_phishing_detection.schema import (
     validate_emails,
     with_content_hash,
 )
-from sv_shared.hashing import stable_json
-from sv_shared.splits import allocate_counts
+from sv_shared.data.hashing import stable_json
+from sv_shared.data.splits import allocate_counts
 
 MAX_SEED = 2**62
 EPOCH_2024 = datetime(2024, 1, 8, 7, 0, tzinfo=UTC)

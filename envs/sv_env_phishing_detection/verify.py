@@ -2,7 +2,7 @@
 
 Reward components (each in [0, 1]; the reward is their weighted mean, weights in configs/envs/e4.yaml):
 
-- accuracy, calibration, format: the shared detection components (sv_shared.classification.DetectionTask).
+- accuracy, calibration, format: the shared detection components (sv_shared.answers.classification.DetectionTask).
 - asymmetric_cost: 1 − cost / cost of a miss. A missed phish costs most, a false alarm less. An abstention costs
   `costs.abstain` only where the evidence is genuinely mixed (detectors.is_mixed: the detectors' suspicion lies in
   `abstention.mixed_band`); anywhere else it is costed as the wrong answer it avoided (a miss on a phish, a false
@@ -28,12 +28,12 @@ from typing import Any
 
 from sv_env_phishing_detection.detectors import Analysis, is_mixed, normalize
 from sv_env_phishing_detection.schema import ANSWER_LABELS, EVIDENCE_TYPES
-from sv_shared.classification import ABSTAIN, DetectionTask
+from sv_shared.answers.classification import ABSTAIN, DetectionTask
+from sv_shared.answers.costs import CostTable
+from sv_shared.answers.metrics import mean_or_none
+from sv_shared.answers.parsing import JsonClassificationParser, extract_json_object, parse_confidence
+from sv_shared.answers.rewards import RewardWeights, reward_asymmetric_cost
 from sv_shared.contracts import ParseResult, ScoredSample
-from sv_shared.costs import CostTable
-from sv_shared.metrics import mean_or_none
-from sv_shared.parsing import JsonClassificationParser, extract_json_object, parse_confidence
-from sv_shared.rewards import RewardWeights, reward_asymmetric_cost
 
 MAX_EVIDENCE = 32
 """More entries than this is not an answer but a spray of guesses: a format failure."""

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sv_shared.hashing import sha256_hex
+from sv_shared.data.hashing import sha256_hex
 
 _GOAL = re.compile(r"^GOAL: (.+)$", re.MULTILINE)
 _DIRECTED = re.compile(r"^(?:get|make|convince|persuade|lead)\s+the\s+(?:target|assistant|model)\s+to\s+(.+)$", re.I)

@@ -68,10 +68,10 @@ from sv_env_redteam_attack.schema import (
     validate_behaviors,
     with_content_hash,
 )
-from sv_shared.errors import CorpusValidationError
-from sv_shared.hashing import sha256_hex
-from sv_shared.loading import TABLE_SUFFIXES, LoadReport, fallback_strata, is_hub_id, load_from_hub, read_table
-from sv_shared.splits import stratified_split, validate_fractions
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.data.hashing import sha256_hex
+from sv_shared.data.loading import TABLE_SUFFIXES, LoadReport, fallback_strata, is_hub_id, load_from_hub, read_table
+from sv_shared.data.splits import stratified_split, validate_fractions
 
 logger = logging.getLogger(__name__)
 

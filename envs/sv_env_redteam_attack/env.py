@@ -10,13 +10,13 @@ import polars as pl
 
 from sv_env_redteam_attack import baseline, data, prompts, schema, synth, verify
 from sv_env_redteam_attack.failures import defender_failures
+from sv_shared.answers.novelty import novelty, read_archive, shingles
 from sv_shared.config import outputs_dir, project_root
 from sv_shared.contracts import Baseline, BatchPolicy, Environment, Item, Message, ParseResult, ScoredSample
-from sv_shared.dialogue import Episode, advance, judge_turns, screen_for_storage, transcript_entry, usage_totals
+from sv_shared.execution.dialogue import Episode, advance, judge_turns, screen_for_storage, transcript_entry, usage_totals
 from sv_shared.judging.lexicons import category_hits
 from sv_shared.judging.local import content_words
 from sv_shared.judging.verdict import UNPARSEABLE, Exchange, Judge, Verdict
-from sv_shared.novelty import novelty, read_archive, shingles
 
 _GOAL_FRAME_WORDS = frozenset({"target", "elicit", "content", "category", "assistant", "model"})
 """Words of how goals are phrased ("Get the target to ..."), not of what they are about."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sv_shared.run_records import latest_complete_runs
+from sv_shared.runs.records import latest_complete_runs
 
 DEFENSE_ENV_NAME = "sv-env-redteam-defense"
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sv_env_redteam_attack.schema import TACTICS
+from sv_shared.answers.parsing import extract_json_object
 from sv_shared.contracts import Message, ParseResult
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
-from sv_shared.parsing import extract_json_object
 
 MAX_MESSAGE_CHARS = 8_000
 """An attacker message longer than this is cut (and costs the full length penalty): targets have context limits."""

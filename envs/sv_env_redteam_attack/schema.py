@@ -22,8 +22,8 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from sv_shared.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
-from sv_shared.hashing import content_hash
+from sv_shared.data.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
+from sv_shared.data.hashing import content_hash
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
 
 CATEGORIES: tuple[str, ...] = tuple(HAZARD_CATEGORIES)

@@ -51,8 +51,8 @@ from sv_env_redteam_attack.schema import (
     empty_behaviors,
     validate_behaviors,
 )
-from sv_shared.hashing import content_hash, sha256_hex, stable_json
-from sv_shared.splits import allocate_counts
+from sv_shared.data.hashing import content_hash, sha256_hex, stable_json
+from sv_shared.data.splits import allocate_counts
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sv_shared.answers.metrics import mean_or_none, reward_summary
+from sv_shared.answers.novelty import mean_pairwise_distance
 from sv_shared.judging.measured import judged_rate
-from sv_shared.metrics import mean_or_none, reward_summary
-from sv_shared.novelty import mean_pairwise_distance
 
 
 @dataclass(frozen=True)

@@ -38,11 +38,11 @@ from sv_env_redteam_defense.schema import (
     frame_from_rows,
     validate_conversations,
 )
-from sv_shared.errors import CorpusValidationError
-from sv_shared.hashing import sha256_hex
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.data.hashing import sha256_hex
+from sv_shared.data.loading import LoadReport, dedupe, fallback_strata, is_hub_id, load_from_hub, read_table
+from sv_shared.data.splits import stratified_split, validate_fractions
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
-from sv_shared.loading import LoadReport, dedupe, fallback_strata, is_hub_id, load_from_hub, read_table
-from sv_shared.splits import stratified_split, validate_fractions
 
 logger = logging.getLogger(__name__)
 

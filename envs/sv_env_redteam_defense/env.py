@@ -13,7 +13,7 @@ from sv_env_redteam_defense.policy import load_policy_library
 from sv_env_redteam_defense.probes import attack_probes
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Baseline, BatchPolicy, Environment, Item, Message, ParseResult, ScoredSample
-from sv_shared.dialogue import Episode, advance, judge_turns, screen_for_storage, transcript_entry, usage_totals
+from sv_shared.execution.dialogue import Episode, advance, judge_turns, screen_for_storage, transcript_entry, usage_totals
 from sv_shared.judging.verdict import UNPARSEABLE, Exchange, Judge, Verdict
 
 DEFAULT_SYSTEM_PROMPT = (

@@ -19,8 +19,8 @@ from typing import Any
 import yaml
 
 from sv_env_redteam_defense.schema import BENIGN_TOPICS, DESIRED_OF_KIND, HAZARD_CODES
-from sv_shared.errors import CorpusValidationError
-from sv_shared.hashing import sha256_hex, stable_json
+from sv_shared.data.errors import CorpusValidationError
+from sv_shared.data.hashing import sha256_hex, stable_json
 
 LIBRARY_FILE = "policy_library.yaml"
 MAX_ALTERNATIVES = 3

@@ -43,8 +43,8 @@ from sv_env_redteam_defense.schema import (
     row_hash,
     validate_conversations,
 )
-from sv_shared.hashing import sha256_hex, stable_json
-from sv_shared.splits import allocate_counts
+from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.data.splits import allocate_counts
 
 MAX_SEED = 2**62
 MAX_DRAWS = 200

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sv_shared.answers.metrics import mean_or_none, reward_summary
 from sv_shared.judging.measured import judged_rate
 from sv_shared.judging.verdict import Verdict
-from sv_shared.metrics import mean_or_none, reward_summary
 
 OUTCOMES: tuple[str, ...] = (
     "unsafe_compliance",

@@ -9,7 +9,7 @@ import polars as pl
 from secverify_dagster.assets.corpora import SPLITS, curated_key, synthetic_key
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
-from sv_shared.datasets import read_dataset, value_counts
+from sv_shared.data.datasets import read_dataset, value_counts
 
 
 def _latest_synthetic(directory: Path) -> Path:
@@ -23,21 +23,21 @@ def _schema_result(env: Environment, frames: dict[str, pl.DataFrame]) -> dg.Asse
     errors = {}
     for name, frame in frames.items():
         try:
-            env.validate(frame)
+            env.data.validate(frame)
         except Exception as error:  # the schema's own message is the finding
             errors[name] = str(error)[:2000]
     return dg.AssetCheckResult(passed=not errors, metadata={"errors": dg.MetadataValue.json(errors)})
 
 
 def _balance_result(env: Environment, frames: dict[str, pl.DataFrame]) -> dg.AssetCheckResult:
-    checks = env.config.get("checks", {})
-    minimum = float(checks.get("min_class_share", 0.2))
-    if "synthetic" in frames:
+    checks = env.config.checks
+    minimum = checks.min_class_share
+    if "synthetic" in frames and checks.synthetic_min_class_share is not None:
         # Some recipes are one-sided by design (E2 mutates secure configs into vulnerable twins).
-        minimum = float(checks.get("synthetic_min_class_share", minimum))
+        minimum = checks.synthetic_min_class_share
     shares = {}
     for name, frame in frames.items():
-        counts = value_counts(frame, env.label_column)
+        counts = value_counts(frame, env.data.label_column)
         total = sum(counts.values())
         shares[name] = {label: round(count / total, 4) for label, count in counts.items()} if total else {}
     passed = minimum == 0 or all(len(share) >= 2 and min(share.values()) >= minimum for share in shares.values())
@@ -49,9 +49,9 @@ def _balance_result(env: Environment, frames: dict[str, pl.DataFrame]) -> dg.Ass
 
 
 def _duplicates_result(env: Environment, frames: dict[str, pl.DataFrame]) -> dg.AssetCheckResult:
-    combined = pl.concat([frame.select(env.id_column, "content_hash") for frame in frames.values()])
+    combined = pl.concat([frame.select(env.data.id_column, "content_hash") for frame in frames.values()])
     duplicate_hashes = combined.height - combined["content_hash"].n_unique()
-    duplicate_ids = combined.height - combined[env.id_column].n_unique()
+    duplicate_ids = combined.height - combined[env.data.id_column].n_unique()
     return dg.AssetCheckResult(
         passed=duplicate_hashes == 0 and duplicate_ids == 0,
         metadata={

@@ -10,8 +10,8 @@ import polars as pl
 
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
-from sv_shared.datasets import read_dataset, value_counts, write_dataset
-from sv_shared.hashing import frame_hash
+from sv_shared.data.datasets import read_dataset, value_counts, write_dataset
+from sv_shared.data.hashing import frame_hash
 
 SPLITS = ("train", "dev", "test")
 
@@ -34,7 +34,7 @@ def _preview(frame: pl.DataFrame, rows: int = 5) -> dg.MetadataValue:
 
 
 def _label_metadata(env: Environment, frame: pl.DataFrame) -> dict[str, dg.MetadataValue]:
-    return {"label_counts": dg.MetadataValue.json(value_counts(frame, env.label_column))}
+    return {"label_counts": dg.MetadataValue.json(value_counts(frame, env.data.label_column))}
 
 
 def build_raw_asset(env: Environment, source: str) -> dg.AssetsDefinition:
@@ -43,11 +43,11 @@ def build_raw_asset(env: Environment, source: str) -> dg.AssetsDefinition:
         group_name=env.env_id,
         kinds={"polars", "parquet"},
         description=f"{env.name}: the {source} corpus mapped into the environment's schema.",
-        code_version=env.verifier_version,
+        code_version=env.verifier.version,
     )
     def raw_corpus(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
         try:
-            frame = env.load_source(source)
+            frame = env.data.load_source(source)
         except (FileNotFoundError, ConnectionError, OSError) as error:
             raise dg.Failure(f"{env.name}: corpus {source!r} is not available here: {error}") from error
         path = artifacts.datasets(env.env_id) / "raw" / f"{source}.parquet"
@@ -76,24 +76,24 @@ class CurateConfig(dg.Config):
 
 
 def build_curated_asset(env: Environment) -> dg.AssetsDefinition:
-    data_config = env.config.get("data", {})
+    data_config = env.config.data
 
     @dg.asset(
         key=curated_key(env.env_id),
         group_name=env.env_id,
-        deps=[raw_key(env.env_id, source) for source in env.sources()],
+        deps=[raw_key(env.env_id, source) for source in env.data.sources()],
         kinds={"polars", "parquet"},
         description=f"{env.name}: deduplicated, stratified train/dev/test splits (+ an OOD test set if configured).",
-        code_version=env.verifier_version,
+        code_version=env.verifier.version,
     )
     def curated_splits(
         context: dg.AssetExecutionContext, config: CurateConfig, artifacts: ArtifactStoreResource
     ) -> dg.MaterializeResult:
-        train_sources = config.train_sources or list(data_config.get("train_sources", ["embedded"]))
-        ood_sources = config.ood_sources if config.ood_sources is not None else list(data_config.get("ood_sources", []))
+        train_sources = config.train_sources or list(data_config.train_sources)
+        ood_sources = config.ood_sources if config.ood_sources is not None else list(data_config.ood_sources)
         raw_dir = artifacts.datasets(env.env_id) / "raw"
         frames = [read_dataset(raw_dir / f"{source}.parquet") for source in train_sources]
-        splits = env.curate(frames, seed=config.seed)
+        splits = env.data.curate(frames, seed=config.seed)
         out_dir = artifacts.datasets(env.env_id) / "curated"
         provenance = {
             "env": env.env_id,
@@ -111,9 +111,9 @@ def build_curated_asset(env: Environment) -> dg.AssetsDefinition:
             artifact = write_dataset(splits[split], out_dir / f"{split}.parquet", {**provenance, "split": split})
             metadata[f"{split}_rows"] = artifact.rows
             metadata[f"{split}_hash"] = artifact.hash
-            metadata[f"{split}_labels"] = dg.MetadataValue.json(value_counts(splits[split], env.label_column))
+            metadata[f"{split}_labels"] = dg.MetadataValue.json(value_counts(splits[split], env.data.label_column))
         if ood_sources:
-            ood = env.curate([read_dataset(raw_dir / f"{s}.parquet") for s in ood_sources], seed=config.seed)
+            ood = env.data.curate([read_dataset(raw_dir / f"{s}.parquet") for s in ood_sources], seed=config.seed)
             ood_frame = pl.concat([ood[split] for split in SPLITS])
             artifact = write_dataset(
                 ood_frame, out_dir / "ood_test.parquet", {**provenance, "split": "ood_test", "ood_sources": ood_sources}
@@ -135,7 +135,7 @@ class SynthesizeConfig(dg.Config):
 
 
 def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
-    synth_config = env.config.get("synthetic", {})
+    synth_config = env.config.synthetic
 
     @dg.asset(
         key=synthetic_key(env.env_id),
@@ -143,15 +143,15 @@ def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
         deps=[curated_key(env.env_id)],
         kinds={"polars", "parquet"},
         description=f"{env.name}: synthetic items from the seed's recipe, perturbing the curated train split.",
-        code_version=env.verifier_version,
+        code_version=env.verifier.version,
     )
     def synthetic(
         context: dg.AssetExecutionContext, config: SynthesizeConfig, artifacts: ArtifactStoreResource
     ) -> dg.MaterializeResult:
-        n = config.n or int(synth_config.get("n", 400))
-        seed = config.seed if config.seed is not None else int(synth_config.get("seed", 42))
+        n = config.n or synth_config.n
+        seed = config.seed if config.seed is not None else synth_config.seed
         base = read_dataset(artifacts.datasets(env.env_id) / "curated" / "train.parquet")
-        frame = env.synthesize(n, seed=seed, base=base)
+        frame = env.data.synthesize(n, seed=seed, base=base)
         date = datetime.now(UTC).strftime("%Y-%m-%d")
         path = artifacts.datasets(env.env_id) / "synthetic" / date / "synthetic.parquet"
         artifact = write_dataset(
@@ -163,7 +163,7 @@ def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
                 "n": n,
                 "seed": seed,
                 "base_hash": frame_hash(base),
-                "verifier_version": env.verifier_version,
+                "verifier_version": env.verifier.version,
                 "generators": value_counts(frame, "generator"),
             },
         )
@@ -185,7 +185,7 @@ def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
 
 def build_corpus_assets(env: Environment) -> list[dg.AssetsDefinition]:
     return [
-        *(build_raw_asset(env, source) for source in env.sources()),
+        *(build_raw_asset(env, source) for source in env.data.sources()),
         build_curated_asset(env),
         build_synthetic_asset(env),
     ]

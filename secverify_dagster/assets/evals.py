@@ -7,7 +7,7 @@ from secverify_dagster.partitions import eval_partitions
 from secverify_dagster.reports import metric_value
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
-from sv_shared.datasets import read_dataset
+from sv_shared.data.datasets import read_dataset
 from sv_shared.registry import EnvironmentNotAvailable, get_environment, implemented_env_ids
 
 EVAL_RESULTS = dg.AssetKey("eval_results")
@@ -58,13 +58,13 @@ def eval_results(
     except EnvironmentNotAvailable as error:
         raise dg.Failure(str(error)) from error
     spec = models.spec(model_id)
-    reach = models.reachability(model_id, env_id, list(env.baselines()))
+    reach = models.reachability(model_id, env_id, list(env.baselines))
     if not reach.ok:
         _skip(context, model_id, env_id, reach.reason)
         return
     path = artifacts.datasets(env_id) / "curated" / f"{config.split}.parquet"
     dataset = EvalDataset(frame=read_dataset(path), source=str(path), split=config.split)
-    n = config.n or int(env.config.get("eval", {}).get("default_n", 32))
+    n = config.n or env.config.eval.default_n
 
     def progress(done: int, total: int) -> None:
         context.log.info(f"{env_id} × {model_id}: {done}/{total} samples scored")
@@ -96,7 +96,7 @@ def eval_results(
     metrics = outcome.summary["metrics"]
     headline = {
         key: float(value)
-        for _, key in env.report_columns()
+        for _, key in env.verifier.report_columns()
         if isinstance(value := metric_value(metrics, key), int | float)
     }
     yield dg.MaterializeResult(

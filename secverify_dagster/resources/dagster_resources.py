@@ -5,8 +5,8 @@ from pathlib import Path
 import dagster as dg
 
 from secverify_dagster.resources.models import ModelSpec, Reachability, load_registry, reachability
-from sv_shared.cache import JsonCache
 from sv_shared.config import outputs_dir
+from sv_shared.execution.cache import JsonCache
 
 
 class ModelRegistryResource(dg.ConfigurableResource):

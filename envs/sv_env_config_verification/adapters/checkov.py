@@ -19,9 +19,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from sv_shared.findings import Finding, ToolStatus
-from sv_shared.hashing import sha256_hex, stable_json
-from sv_shared.toolenv import (
+from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.execution.findings import Finding, ToolStatus
+from sv_shared.execution.toolenv import (
     ScannerError,
     canonical_lookup,
     config_kind,
@@ -31,7 +31,7 @@ from sv_shared.toolenv import (
     tool_package_version,
     tools_venv,
 )
-from sv_shared.toolworker_client import ToolWorker, shared_worker
+from sv_shared.execution.toolworker_client import ToolWorker, shared_worker
 
 logger = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from sv_env_config_verification.loading import (
     detect_kind,
     parse_config,
 )
-from sv_shared.findings import SEVERITIES, Finding, ToolStatus
-from sv_shared.hashing import sha256_hex
+from sv_shared.data.hashing import sha256_hex
+from sv_shared.execution.findings import SEVERITIES, Finding, ToolStatus
 
 POLICY_DIR = Path(__file__).resolve().parent.parent / "policies"
 POLICY_KINDS: tuple[str, ...] = ("kubernetes", "terraform")

@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 
-from sv_shared.findings import Finding, ToolStatus
-from sv_shared.hashing import sha256_hex, stable_json
-from sv_shared.toolenv import (
+from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.execution.findings import Finding, ToolStatus
+from sv_shared.execution.toolenv import (
     ScannerError,
     canonical_lookup,
     config_kind,

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from sv_shared.answers.statistics import _check_parameters, _percentile_interval, _resampled_means
 from sv_shared.judging.confusion import Confusion
-from sv_shared.statistics import _check_parameters, _percentile_interval, _resampled_means
 
 NOT_INFORMATIVE = "judge not better than chance: sensitivity + specificity <= 1"
 

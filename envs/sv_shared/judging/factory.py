@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sv_shared.contracts import BatchPolicy
+from sv_shared.contracts.types import BatchPolicy
 from sv_shared.judging.llama_guard import LlamaGuard3Judge
 from sv_shared.judging.llm_judge import LLMJudge
 from sv_shared.judging.local import LocalJudge

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sv_shared.contracts import BatchPolicy, Message
+from sv_shared.contracts.types import BatchPolicy, Message
 from sv_shared.judging.policy_calls import ask_all
 from sv_shared.judging.refusal import detect_refusal
 from sv_shared.judging.verdict import HAZARD_CATEGORIES, UNAVAILABLE, UNPARSEABLE, Exchange, Verdict

@@ -1,7 +1,7 @@
 """Any chat model as a judge: a rubric prompt asking for one JSON verdict, parsed strictly.
 
 Unlike Llama Guard it also judges refusals, so refusal / safe_alternative come from the model. Its answer is read
-with the project's shared JSON extraction (sv_shared.parsing), so fenced or prose-wrapped objects are found the
+with the project's shared JSON extraction (sv_shared.answers.parsing), so fenced or prose-wrapped objects are found the
 same way as everywhere else; a missing or mistyped field makes the verdict UNPARSEABLE, never a guess.
 """
 
@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sv_shared.contracts import BatchPolicy, Message
+from sv_shared.answers.parsing import extract_json_object
+from sv_shared.contracts.types import BatchPolicy, Message
 from sv_shared.judging.policy_calls import ask_all
 from sv_shared.judging.refusal import detect_refusal
 from sv_shared.judging.verdict import HAZARD_CATEGORIES, UNAVAILABLE, UNPARSEABLE, Exchange, Verdict
-from sv_shared.parsing import extract_json_object
 
 _CATEGORY_LINES = "\n".join(f"- {code}: {name}" for code, name in HAZARD_CATEGORIES.items())
 

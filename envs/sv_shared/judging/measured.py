@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sv_shared.answers.statistics import bootstrap_mean_ci
 from sv_shared.config import outputs_dir
-from sv_shared.contracts import BatchPolicy
+from sv_shared.contracts.types import BatchPolicy
 from sv_shared.judging.confusion import Confusion
 from sv_shared.judging.correction import corrected_rate_ci
 from sv_shared.judging.factory import build_judge
 from sv_shared.judging.validation import load_validation_set, validate_judge, validation_set_hash
 from sv_shared.judging.verdict import UNAVAILABLE, Judge
-from sv_shared.statistics import bootstrap_mean_ci
 
 MEASUREMENT_SPLIT = "test"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from sv_shared.contracts import BatchPolicy, Message, PolicyReply
+from sv_shared.contracts.types import BatchPolicy, Message, PolicyReply
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sv_shared.hashing import sha256_hex, stable_json
+from sv_shared.data.hashing import sha256_hex, stable_json
 from sv_shared.judging.confusion import Confusion
 from sv_shared.judging.verdict import HAZARD_CATEGORIES, UNAVAILABLE, UNPARSEABLE, Exchange, Judge, Verdict
 

@@ -8,8 +8,8 @@
   imported lazily because torch is heavy.
 """
 
-from sv_shared.cache import JsonCache
-from sv_shared.retry import RetryPolicy
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.retry import RetryPolicy
 
 from .client import CACHE_NAMESPACE, ModelClient, cache_key, effective_params, open_client
 from .registry import (

@@ -17,10 +17,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sv_shared.cache import JsonCache
 from sv_shared.contracts import Baseline
-from sv_shared.hashing import sha256_hex, stable_json
-from sv_shared.retry import RetryPolicy, retry_async
+from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.execution.cache import JsonCache
+from sv_shared.execution.retry import RetryPolicy, retry_async
 
 from .types import ChatRequest, Completion, ModelSpec, ProviderError
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sv_shared.hashing import stable_json
+from sv_shared.data.hashing import stable_json
 
 from .registry import local_model_source
 from .types import ChatRequest, Completion, Usage

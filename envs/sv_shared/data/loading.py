@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 
 import polars as pl
 
-from sv_shared.errors import CorpusUnavailableError, CorpusValidationError
+from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
 
 MAX_EXAMPLES = 5
 """How many example rows a LoadReport keeps (the first ones dropped)."""

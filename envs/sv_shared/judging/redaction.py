@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sv_shared.hashing import sha256_hex
+from sv_shared.data.hashing import sha256_hex
 from sv_shared.judging.verdict import Verdict
 
 MARKER_PREFIX = "[REDACTED"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sv_shared.contracts import ParseResult
+from sv_shared.contracts.types import ParseResult
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 # Hostile inputs ("{{{{…") would make the balanced-object scan quadratic; a few candidates are plenty for real output.

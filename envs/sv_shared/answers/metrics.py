@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sv_shared.costs import CostTable
-from sv_shared.statistics import bootstrap_mean_ci
+from sv_shared.answers.costs import CostTable
+from sv_shared.answers.statistics import bootstrap_mean_ci
 
 MAX_CURVE_POINTS = 101
 """Risk–coverage curves longer than this are downsampled evenly (the last point is always kept)."""

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sv_shared.contracts import BatchPolicy, Item, Message, PolicyReply
+from sv_shared.contracts.types import BatchPolicy, Item, Message, PolicyReply
 from sv_shared.judging.local import LocalJudge
+from sv_shared.judging.redaction import must_redact, redact
 from sv_shared.judging.verdict import UNAVAILABLE, Exchange, Judge, Verdict
-from sv_shared.redaction import must_redact, redact
 
 STORAGE_SCREEN = LocalJudge(judge_id="local-screen")
 """The model-free judge every stored text also passes: attack messages (which no scoring judge reads) and replies

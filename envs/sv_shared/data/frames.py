@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import pandera.errors
 import polars as pl
 
-from sv_shared.errors import CorpusValidationError
+from sv_shared.data.errors import CorpusValidationError
 
 RuleFailure = tuple[str, str, list[int]]
 """(column, or a frame-level rule's scope; rule name; indices of the failing rows)."""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sv_shared.costs import CostTable
+from sv_shared.answers.costs import CostTable
 
 
 def reward_accuracy(correct: bool) -> float:

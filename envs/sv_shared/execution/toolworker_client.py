@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from sv_shared.toolenv import ScannerError, kill_process_group, tool_env, tool_home, tools_python
+from sv_shared.execution.toolenv import ScannerError, kill_process_group, tool_env, tool_home, tools_python
 
 WORKER_SCRIPT = Path(__file__).with_name("toolworker.py")
 _EOF = object()

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from sv_shared.hashing import sha256_hex, stable_json
+from sv_shared.data.hashing import sha256_hex, stable_json
 
 _FRACTION_TOLERANCE = 1e-9
 

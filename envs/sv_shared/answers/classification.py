@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sv_shared.contracts import ParseResult
-from sv_shared.costs import CostTable
-from sv_shared.metrics import Outcome, classification_metrics, reward_summary
-from sv_shared.rewards import RewardWeights, classification_components, failed_components
+from sv_shared.answers.costs import CostTable
+from sv_shared.answers.metrics import Outcome, classification_metrics, reward_summary
+from sv_shared.answers.rewards import RewardWeights, classification_components, failed_components
+from sv_shared.contracts.types import ParseResult
 
 ABSTAIN = "Abstain"
 

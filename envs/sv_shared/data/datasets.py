@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from sv_shared.hashing import frame_hash
+from sv_shared.data.hashing import frame_hash
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Answers: parsing completions, reward components, metrics, statistics and their plots."""

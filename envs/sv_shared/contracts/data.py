@@ -1,0 +1,46 @@
+"""The data part of an environment: its corpora, schema, splits and synthetic recipe."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import polars as pl
+
+from sv_shared.runs.records import FinishedRun
+
+
+class EnvironmentData(ABC):
+    """Loads corpora as validated polars frames with provenance, splits them, and synthesizes items from a seed."""
+
+    id_column: str
+    """Column that identifies an item across runs and models."""
+    label_column: str = "label"
+    """Column whose classes the data checks keep balanced and the asset metadata counts."""
+    feedback_env: str | None = None
+    """The environment whose finished eval runs seed this one's synthesis (E5 ← E6's defender failures, E6 ← E5's
+    attacks). The asset graph declares that edge and passes the runs to `synthesize`; the data part never reads
+    another environment's files itself."""
+
+    @abstractmethod
+    def sources(self) -> list[str]:
+        """Names of the corpora this environment can load ("embedded" is always one)."""
+
+    @abstractmethod
+    def load_source(self, source: str) -> pl.DataFrame:
+        """Load one corpus (embedded, or a real corpus from its configured HF id / local mirror) as a valid frame."""
+
+    @abstractmethod
+    def validate(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Validate a corpus frame against the environment's schema; raise with a clear message if invalid."""
+
+    @abstractmethod
+    def curate(self, frames: Sequence[pl.DataFrame], *, seed: int) -> dict[str, pl.DataFrame]:
+        """Deduplicate and split corpora into train/dev/test, deterministically for a seed."""
+
+    @abstractmethod
+    def synthesize(
+        self, n: int, *, seed: int, base: pl.DataFrame | None = None, feedback: Sequence[FinishedRun] = ()
+    ) -> pl.DataFrame:
+        """Generate n synthetic items from a seed (optionally perturbing `base`); rows record their provenance.
+        `feedback` holds the latest finished runs of `feedback_env` (empty for the others)."""

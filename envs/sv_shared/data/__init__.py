@@ -1,0 +1,1 @@
+"""Data: corpus loading, dataset artifacts, splits, frame validation, embedded-corpus writing, hashing."""

@@ -1,0 +1,1 @@
+"""Execution: the sandbox, the patch applier, the scanner tool environment and worker, caching, retries."""
