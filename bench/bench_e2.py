@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sv_env_config_verification import data
 from sv_env_config_verification.adapters.opa import OpaAdapter
-from sv_env_config_verification.env import ConfigVerificationEnvironment
+from sv_env_config_verification.env import build
 from sv_env_config_verification.oracle import Oracle
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.toolenv import run_tool, tool_binary, write_configs
@@ -89,7 +89,7 @@ def main() -> None:
         oracle.scan_many(configs)
         warm = len(configs) / (time.perf_counter() - started)
 
-        env = ConfigVerificationEnvironment(load_env_config("e2"), oracle=oracle)
+        env = build(load_env_config("e2"), oracle=oracle)
         items = frame.to_dicts()
         answer = env.baselines["tool-oracle"]
         completions = [answer(env.episodes.observation(item)) for item in items]

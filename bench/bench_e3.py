@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sv_env_code_vulnerability import data
-from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
+from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.harness import HARNESS_CONFTEST_SOURCE, REPORT_NAME, Harness, write_project
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import HARNESS_CONFTEST, item_files, item_list
@@ -101,9 +101,9 @@ def _completions(items: list[dict[str, Any]], nonce: str) -> list[tuple[dict[str
 
 def bench_throughput(items: list[dict[str, Any]], workers: int, rounds: int, cache_dir: Path) -> dict[str, Any]:
     config = load_env_config("e3")
-    config["verifier"] = {**config["verifier"], "workers": workers}
+    config = config.model_copy(update={"verifier": config.verifier.model_copy(update={"workers": workers})})
     cache = JsonCache(cache_dir / f"scanners-{workers}.sqlite")
-    env = CodeVulnerabilityEnvironment(config, scanners=CodeScanners(cache=cache))
+    env = build(config, scanners=CodeScanners(cache=cache))
     per_round = []
     stages: dict[str, list[float]] = {"sandbox_s": [], "apply_s": []}
     for index in range(rounds):

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from sv_env_code_vulnerability import data
-from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
+from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.verify import answer_json
 from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
@@ -184,7 +184,7 @@ def test_wrong_layouts_name_the_missing_columns(tmp_path: Path) -> None:
 
 
 def test_detect_items_score_the_claim() -> None:
-    env = CodeVulnerabilityEnvironment(load_env_config("e3"), scanners=CodeScanners(scanners=[]))
+    env = build(load_env_config("e3"), scanners=CodeScanners(scanners=[]))
     bigvul = data.load_bigvul(FIXTURES / "bigvul" / "MSR_data_cleaned.csv").to_dicts()
     vulnerable = next(r for r in bigvul if r["cwe"] == "CWE-119")
     clean = next(r for r in bigvul if not r["vulnerable"])

@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 
 from sv_env_code_vulnerability import data
-from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
+from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.scanners import CodeScanners
+from sv_shared.contracts import Environment
 from sv_shared.data.errors import CorpusValidationError
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.sandbox import sandbox_status
@@ -29,9 +30,9 @@ def corpus() -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> CodeVulnerabilityEnvironment:
+def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
     cache = JsonCache(tmp_path_factory.mktemp("e3-embedded") / "scanners.sqlite")
-    return CodeVulnerabilityEnvironment(load_env_config("e3"), scanners=CodeScanners(cache=cache))
+    return build(load_env_config("e3"), scanners=CodeScanners(cache=cache))
 
 
 def test_corpus_size_and_coverage(corpus: pl.DataFrame) -> None:
@@ -63,7 +64,7 @@ def test_the_registry_builds_e3() -> None:
     assert ("fix rate", "fix_rate") in env.verifier.report_columns()
 
 
-def test_observation_hides_exploit_tests_and_labels(corpus: pl.DataFrame, env: CodeVulnerabilityEnvironment) -> None:
+def test_observation_hides_exploit_tests_and_labels(corpus: pl.DataFrame, env: Environment) -> None:
     item = corpus.row(0, named=True)
     observation = env.episodes.observation(item)
     assert "tests/test_exploit.py" not in observation["files"] and "tests/test_functional.py" in observation["files"]
@@ -91,9 +92,7 @@ def test_curate_is_deterministic(corpus: pl.DataFrame) -> None:
 
 
 @needs_sandbox
-def test_every_embedded_item_is_validated_by_the_harness(
-    corpus: pl.DataFrame, env: CodeVulnerabilityEnvironment
-) -> None:
+def test_every_embedded_item_is_validated_by_the_harness(corpus: pl.DataFrame, env: Environment) -> None:
     """Functional tests pass and exploit tests fail on the vulnerable code; with the reference fix all pass."""
     problems = env.verifier.check_items(corpus.to_dicts())
     assert {item_id: found for item_id, found in problems.items() if found} == {}
@@ -101,7 +100,7 @@ def test_every_embedded_item_is_validated_by_the_harness(
 
 @needs_sandbox
 @needs_scanners
-def test_baselines_on_the_corpus(corpus: pl.DataFrame, env: CodeVulnerabilityEnvironment) -> None:
+def test_baselines_on_the_corpus(corpus: pl.DataFrame, env: Environment) -> None:
     """no-patch scores 0 on every exploit test; scanner-fix writes real diffs and fully fixes some items."""
     items = [row for row in corpus.to_dicts() if row["cwe"] != "CWE-1333"]  # ReDoS runs cost 1.5 s each unpatched
     no_patch = env.baselines["no-patch"]

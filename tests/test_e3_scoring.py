@@ -13,9 +13,10 @@ import polars as pl
 import pytest
 
 from sv_env_code_vulnerability import verify
-from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
+from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import hash_row, validate_items
+from sv_shared.contracts import Environment
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.sandbox import SandboxUnavailable, sandbox_status
 from sv_shared.registry import load_env_config
@@ -27,7 +28,7 @@ pytestmark = [
     pytest.mark.skipif(not STATUS.available, reason=STATUS.describe()),
     pytest.mark.skipif(not SCANNERS_READY, reason="bandit/semgrep tools environment not built"),
 ]
-WEIGHTS = load_env_config("e3")["reward_weights"]
+WEIGHTS = load_env_config("e3").reward_weights.as_mapping()
 MODULE = "lookup.py"
 FIXED_LINE = '    row = conn.execute("SELECT email FROM users WHERE name = ?", (name,)).fetchone()\n'
 VULNERABLE_LINE = "    row = conn.execute(f\"SELECT email FROM users WHERE name = '{name}'\").fetchone()\n"
@@ -84,11 +85,11 @@ def expected(**components: float) -> float:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> CodeVulnerabilityEnvironment:
+def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
     config = load_env_config("e3")
-    config["sandbox"] = {**config["sandbox"], "timeout_s": 4, "memory_mb": 256, "max_pids": 32}
+    sandbox = config.sandbox.model_copy(update={"timeout_s": 4.0, "memory_mb": 256, "max_pids": 32})
     cache = JsonCache(tmp_path_factory.mktemp("e3-cache") / "scanners.sqlite")
-    return CodeVulnerabilityEnvironment(config, scanners=CodeScanners(cache=cache))
+    return build(config.model_copy(update={"sandbox": sandbox}), scanners=CodeScanners(cache=cache))
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def answer(diff: str, cwe: str = "CWE-89") -> str:
     return verify.answer_json(diff, cwe, "test")
 
 
-def test_reward_values(env: CodeVulnerabilityEnvironment, item: dict[str, Any]) -> None:
+def test_reward_values(env: Environment, item: dict[str, Any]) -> None:
     correct = answer(item["reference_patch"])
     breaks_functional = answer(module_with(VULNERABLE_LINE, "    row = None\n"))
     new_finding = answer(
@@ -150,7 +151,28 @@ def test_reward_values(env: CodeVulnerabilityEnvironment, item: dict[str, Any]) 
     assert scored[6].reward == 0.0 and scored[6].error == "no_json_object"
 
 
-def test_malformed_diff_keeps_format_and_cwe(env: CodeVulnerabilityEnvironment, item: dict[str, Any]) -> None:
+def test_the_verifier_alone_is_a_trl_reward_function(env: Environment, item: dict[str, Any]) -> None:
+    """A trainer passes the dataset's columns as lists and completions as text or conversations: each reward is
+    the verifier's score of that completion, and a component can be asked for on its own."""
+    completions = [
+        answer(item["reference_patch"]),
+        env.baselines["no-patch"](env.episodes.observation(item)),
+        answer(item["reference_patch"], "CWE-79"),
+        "no JSON here",
+    ]
+    items = [item] * len(completions)
+    columns = {name: [row[name] for row in items] for name in item}
+    prompts = [env.episodes.messages(row) for row in items]
+    scores = [env.verifier.score(row, completion).reward for row, completion in zip(items, completions, strict=True)]
+    assert scores == pytest.approx([1.0, 0.05, 0.9, 0.0])
+    reward = env.verifier.reward_function()
+    assert reward(prompts, completions, **columns) == scores
+    conversations = [[{"role": "assistant", "content": completion}] for completion in completions]
+    assert reward(prompts, conversations, **columns) == scores
+    assert env.verifier.reward_function("exploit")(prompts, completions, **columns) == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_malformed_diff_keeps_format_and_cwe(env: Environment, item: dict[str, Any]) -> None:
     stale = answer("--- a/lookup.py\n+++ b/lookup.py\n@@ -1 +1 @@\n-not in the file\n+x\n")
     sample = env.verifier.score(item, stale)
     assert sample.error == "patch:does_not_apply"
@@ -236,9 +258,7 @@ HOSTILE_PATCHES: dict[str, tuple[str, str]] = {
 }
 
 
-def test_hostile_patches_score_zero_and_the_run_goes_on(
-    env: CodeVulnerabilityEnvironment, item: dict[str, Any]
-) -> None:
+def test_hostile_patches_score_zero_and_the_run_goes_on(env: Environment, item: dict[str, Any]) -> None:
     names = list(HOSTILE_PATCHES)
     pairs = [(item, answer(HOSTILE_PATCHES[name][0])) for name in names] + [(item, answer(item["reference_patch"]))]
     passwd = Path("/etc/passwd").read_bytes()
@@ -257,7 +277,7 @@ def test_hostile_patches_score_zero_and_the_run_goes_on(
 
 
 def test_contained_writes_secrets_and_test_tampering(
-    env: CodeVulnerabilityEnvironment, item: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    env: Environment, item: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Code that writes outside the work dir, reads the caller's secrets and rewrites the tests achieves nothing:
     the writes fail (read-only system, private /tmp), the environment is empty, the tests are read-only."""
@@ -289,7 +309,7 @@ def test_contained_writes_secrets_and_test_tampering(
 
 
 def test_scoring_refuses_without_a_sandbox(
-    env: CodeVulnerabilityEnvironment, item: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    env: Environment, item: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sv_env_code_vulnerability import harness
     from sv_shared.execution.sandbox import SandboxStatus

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sv_env_code_vulnerability import synth
-from sv_env_code_vulnerability.env import CodeVulnerabilityEnvironment
+from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import SYNTHETIC_CORPUS
 from sv_shared.execution.sandbox import sandbox_status
@@ -53,7 +53,7 @@ def test_operators_make_the_intended_change() -> None:
 @needs_sandbox
 @pytest.mark.skipif(not SCANNERS_READY, reason="bandit/semgrep tools environment not built")
 def test_generate_validates_and_records_provenance() -> None:
-    env = CodeVulnerabilityEnvironment(load_env_config("e3"), scanners=CodeScanners())
+    env = build(load_env_config("e3"), scanners=CodeScanners())
     report = synth.SynthReport()
     frame = synth.generate(6, seed=5, verifier=env.verifier, report=report)
     assert frame.height == 6 and report.kept == 6
@@ -83,7 +83,7 @@ def test_candidates_the_harness_or_scanners_reject_are_dropped(monkeypatch: pyte
     indexed = next(t for t in synth.TEMPLATES if t.operator == "drop_lower_bound")
     hashed = next(t for t in synth.TEMPLATES if t.operator == "weak_hash")
     monkeypatch.setattr(synth, "TEMPLATES", (harmless, indexed, hashed))
-    env = CodeVulnerabilityEnvironment(load_env_config("e3"), scanners=CodeScanners(scanners=[]))
+    env = build(load_env_config("e3"), scanners=CodeScanners(scanners=[]))
     report = synth.SynthReport()
     frame = synth.generate(3, seed=1, verifier=env.verifier, max_rounds=1, report=report)
     assert set(frame["cwe"]) == {"CWE-125"}

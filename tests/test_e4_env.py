@@ -11,7 +11,10 @@ import pytest
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset
 from sv_env_phishing_detection import baseline, prompts, reputation
-from sv_env_phishing_detection.env import PhishingDetectionEnvironment
+from sv_env_phishing_detection.config import ToolSettings, UrlReputation
+from sv_env_phishing_detection.env import build
+from sv_env_phishing_detection.episodes import PhishingEpisodes
+from sv_env_phishing_detection.verify import PhishingVerifier
 from sv_shared.registry import get_environment, implemented_env_ids
 
 ENV = get_environment("e4")
@@ -26,10 +29,10 @@ def dataset():
 
 def test_registered_with_its_config() -> None:
     assert "e4" in implemented_env_ids()
-    assert isinstance(ENV, PhishingDetectionEnvironment)
+    assert isinstance(ENV.verifier, PhishingVerifier) and isinstance(ENV.episodes, PhishingEpisodes)
     assert (ENV.env_id, ENV.name, ENV.data.id_column) == ("e4", "sv-env-phishing-detection", "email_id")
     assert ENV.data.sources() == ["embedded", "zefang", "enron", "apwg"]
-    assert sum(ENV.config["reward_weights"].values()) == pytest.approx(1.0)
+    assert sum(ENV.config.reward_weights.as_mapping().values()) == pytest.approx(1.0)
     with pytest.raises(FileNotFoundError, match=r"data\.enron\.path"):
         ENV.data.load_source("enron")
     with pytest.raises(KeyError, match="unknown E4 corpus"):
@@ -74,6 +77,19 @@ def test_rules_baseline_answers_in_the_schema_with_grounded_evidence() -> None:
         assert scored.components["evidence_recall"] == 1.0
 
 
+def test_the_verifier_alone_is_a_trl_reward_function(dataset) -> None:
+    items = dataset.frame.head(4).to_dicts()
+    completions = [baseline.rules_answer(ENV.episodes.observation(item)) for item in items[:2]]
+    completions += ['{"label": "Abstain", "confidence": 0.5, "evidence": []}', "no JSON here"]
+    prompts_ = [ENV.episodes.messages(item) for item in items]
+    columns = {column: [item[column] for item in items] for column in items[0]}
+    scored = [ENV.verifier.score(item, completion) for item, completion in zip(items, completions, strict=True)]
+    assert ENV.verifier.reward_function()(prompts_, completions, **columns) == [sample.reward for sample in scored]
+    conversations = [[{"role": "assistant", "content": completion}] for completion in completions]
+    grounding = ENV.verifier.reward_function("grounding")(prompts_, conversations, **columns)
+    assert grounding == [sample.components["grounding"] for sample in scored]
+
+
 def test_end_to_end_eval_of_the_rules_baseline(tmp_path: Path, dataset) -> None:
     spec = load_registry()["phish-rules"]
     outcome = EvalRunner(ENV, spec, evals_root=tmp_path).run(dataset, n=30, seed=42)
@@ -82,7 +98,8 @@ def test_end_to_end_eval_of_the_rules_baseline(tmp_path: Path, dataset) -> None:
     records = [json.loads(line) for line in (outcome.run_dir / "results.jsonl").read_text().splitlines()]
     assert len(records) == 30 and all(record["error"] is None for record in records)
     assert {"mixed", "suspicion", "indicators", "covered"} <= set(records[0]["details"])
-    metrics = outcome.summary["metrics"]
+    assert outcome.summary is not None
+    metrics = outcome.summary.metrics
     assert metrics["n"] == 30 and metrics["format_failure_rate"] == 0.0
     assert metrics["grounding_rate"] == 1.0 and metrics["evidence_recall"] == 1.0
     assert 0.5 < metrics["accuracy"] < 1.0  # the hard cases keep the rules honest
@@ -109,16 +126,15 @@ def test_store_lookup_is_offline_and_deterministic() -> None:
 
 
 def test_blocklist_from_an_apwg_feed() -> None:
-    env = PhishingDetectionEnvironment({**ENV.config, "tools": {"url_reputation": {
-        "budget": 2, "apwg_blocklist": str(FIXTURES / "apwg_ecx_phish.json")}}})  # fmt: skip
-    tool = env.reputation_tool()
+    feed = UrlReputation(budget=2, apwg_blocklist=str(FIXTURES / "apwg_ecx_phish.json"))
+    tool = build(ENV.config.model_copy(update={"tools": ToolSettings(url_reputation=feed)})).episodes.reputation_tool()
     result = tool({"target": "https://paypal-account-review.top/x"})
     assert result["listed"] == "block" and result["list_source"] == "apwg"
     assert tool.store.lookup("https://login-micros0ft.com/")["listed"] is None  # below the confidence cut
 
 
 def test_tool_call_protocols_budget_and_transcript() -> None:
-    tool = ENV.reputation_tool()
+    tool = ENV.episodes.reputation_tool()
     assert json.loads(json.dumps(reputation.TOOL_SPEC))["function"]["name"] == "url_reputation"
     assert tool('{"target": "paypa1.com"}')["lookalike_of"] == "paypal.com"
     assert "error" in tool("not json")
@@ -132,6 +148,6 @@ def test_tool_call_protocols_budget_and_transcript() -> None:
         {"target": "a.com"},
     ]
     assert "LOOKUP url_reputation" in tool.instructions() and "up to 3" in tool.instructions()
-    assert ENV.reputation_tool().transcript == []  # one tool (and transcript) per rollout
+    assert ENV.episodes.reputation_tool().transcript == []  # one tool (and transcript) per rollout
     system = prompts.build_messages({"raw_email": "Subject: hi\n\nhello"}, tool_instructions=tool.instructions())[0]
     assert system["content"].endswith(tool.instructions())

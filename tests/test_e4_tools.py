@@ -34,7 +34,7 @@ def test_native_calls_are_answered_and_recorded() -> None:
 
 
 def test_text_protocol_budget_is_enforced() -> None:
-    budget = ENV.reputation_tool().budget
+    budget = ENV.episodes.reputation_tool().budget
     replies: list[str] = []
 
     def policy(messages, tools):

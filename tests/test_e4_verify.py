@@ -7,6 +7,7 @@ import json
 import pytest
 
 from sv_env_phishing_detection import verify
+from sv_env_phishing_detection.config import Abstention
 from sv_env_phishing_detection.detectors import analyze
 from sv_shared.answers.parsing import FormatError
 from sv_shared.registry import get_environment
@@ -120,7 +121,9 @@ def test_worked_example_reward() -> None:
 
 
 def test_duplicate_entries_count_once() -> None:
-    once = ENV.verifier.score(item(PHISH, "Phishing"), answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com")))
+    once = ENV.verifier.score(
+        item(PHISH, "Phishing"), answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com"))
+    )
     twice = ENV.verifier.score(
         item(PHISH, "Phishing"),
         answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com"), ("lookalike_domain", "PAYPAL-SECURE.COM ")),
@@ -167,11 +170,13 @@ def test_parse_failure_scores_zero_everywhere() -> None:
     scored = ENV.verifier.score(item(PHISH, "Phishing"), "I think this is phishing")
     assert scored.reward == 0.0 and set(scored.components.values()) == {0.0}
     assert scored.error == FormatError.NO_JSON
-    assert set(scored.components) == set(ENV.config["reward_weights"])
+    assert set(scored.components) == set(ENV.config.reward_weights.as_mapping())
 
 
 def test_ungrounded_quotes_score_nothing_even_with_the_right_type() -> None:
-    scored = ENV.verifier.score(item(PHISH, "Phishing"), answer("Phishing", 1.0, ("urgency", "will be suspended forever")))
+    scored = ENV.verifier.score(
+        item(PHISH, "Phishing"), answer("Phishing", 1.0, ("urgency", "will be suspended forever"))
+    )
     assert scored.components["grounding"] == 0.0 and scored.components["evidence_precision"] == 0.0
     assert scored.components["evidence_recall"] == 0.0
 
@@ -183,11 +188,11 @@ def test_score_uses_the_raw_email_not_stored_indicators() -> None:
 
 
 def test_mixed_band_comes_from_config() -> None:
-    narrow = verify.phishing_task({**ENV.config, "abstention": {"mixed_band": [0.5, 0.6]}})
+    narrow = verify.phishing_task(ENV.config.model_copy(update={"abstention": Abstention(mixed_band=[0.5, 0.6])}))
     scored = verify.score_completion(narrow, "x", "Phishing", answer("Abstain", 0.5), analyze(MIXED))
     assert scored.components["asymmetric_cost"] == 0.0
     with pytest.raises(ValueError, match="mixed_band"):
-        verify.phishing_task({**ENV.config, "abstention": {"mixed_band": [0.6, 0.3]}})
+        Abstention(mixed_band=[0.6, 0.3])
 
 
 # --- aggregation --------------------------------------------------------------------------------------------------

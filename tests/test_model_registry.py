@@ -47,7 +47,7 @@ def test_real_registry_loads_the_portfolio(registry: dict[str, ModelSpec]) -> No
         if spec.provider == "baseline":
             assert spec.envs
             for env_id in spec.envs:
-                assert spec.id in get_environment(env_id).baselines()
+                assert spec.id in get_environment(env_id).baselines
     for spec in registry.values():
         assert MODEL_ID_PATTERN.match(spec.id)
         assert spec.params["temperature"] == 0 and spec.params["seed"] == 42
@@ -83,7 +83,7 @@ def test_bad_ids_are_rejected(bad_id: str) -> None:
 def test_malformed_entries_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(RegistryError, match="provider"):
         parse_registry({"models": {"m": {"provider": "nope", "model": "x"}}})
-    with pytest.raises(RegistryError, match="unknown fields"):
+    with pytest.raises(RegistryError, match="unknown key"):
         parse_registry({"models": {"m": {"provider": "openai", "model": "x", "api_key": "sk-..."}}})
     with pytest.raises(RegistryError, match="envs"):
         parse_registry({"models": {"b": {"provider": "baseline"}}})

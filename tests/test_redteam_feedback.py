@@ -11,7 +11,8 @@ from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset
 from sv_env_redteam_attack.failures import defender_failures
 from sv_env_redteam_defense.probes import attack_probes
-from sv_shared.registry import get_environment
+from sv_shared.registry import ENV_NAMES, get_environment
+from sv_shared.runs.records import latest_complete_runs
 
 REGISTRY = load_registry()
 
@@ -22,16 +23,24 @@ def isolated_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "outputs"
 
 
+def _feedback(env, isolated_outputs: Path) -> list:
+    """The runs the asset graph passes to `synthesize`: the feedback environment's latest complete runs."""
+    return latest_complete_runs(isolated_outputs / "evals", ENV_NAMES[env.data.feedback_env])
+
+
 def test_defender_failures_seed_the_next_goal_trees(isolated_outputs: Path) -> None:
     e5, e6 = get_environment("e5"), get_environment("e6")
-    assert defender_failures(isolated_outputs / "evals") == []
-    unseeded = e5.data.synthesize(30, seed=42)
+    assert e5.data.feedback_env == "e6"
+    no_runs = _feedback(e5, isolated_outputs)
+    assert defender_failures(no_runs) == []
+    unseeded = e5.data.synthesize(30, seed=42, feedback=no_runs)
     assert all(json.loads(p)["seeded_by"] is None for p in unseeded["generator_params"].to_list())
 
     run = EvalRunner(e6, REGISTRY["naive-complier"], registry=REGISTRY).run(
         embedded_dataset(e6, split="test", seed=42), n=24, seed=42
     )
-    failures = defender_failures(isolated_outputs / "evals")
+    runs = _feedback(e5, isolated_outputs)
+    failures = defender_failures(runs)
     assert failures and all(f["run"].startswith("naive-complier/") for f in failures)
     assert len(failures) == run.summary["metrics"]["outcomes"]["unsafe_compliance"] - sum(
         1
@@ -39,7 +48,7 @@ def test_defender_failures_seed_the_next_goal_trees(isolated_outputs: Path) -> N
         if json.loads(line)["details"]["kind"] == "benign"
         and json.loads(line)["details"]["outcome"] == "unsafe_compliance"
     )
-    seeded = e5.data.synthesize(30, seed=42)
+    seeded = e5.data.synthesize(30, seed=42, feedback=runs)
     seeds = {json.loads(p)["seeded_by"] for p in seeded["generator_params"].to_list()} - {None}
     assert seeds and seeds <= {f["behavior_id"] for f in failures}
 
@@ -49,9 +58,11 @@ def test_stored_attack_messages_become_defense_probes(isolated_outputs: Path) ->
     EvalRunner(
         e5, REGISTRY["template-attacker"], counterparts={"target": REGISTRY["refuse-all"]}, registry=REGISTRY
     ).run(embedded_dataset(e5, split="test", seed=42), n=6, seed=42)
-    probes = attack_probes(isolated_outputs / "evals")
+    assert e6.data.feedback_env == "e5"
+    runs = _feedback(e6, isolated_outputs)
+    probes = attack_probes(runs)
     assert probes and all(not p["message"].startswith("[REDACTED") for p in probes)
-    frame = e6.data.synthesize(40, seed=42)
+    frame = e6.data.synthesize(40, seed=42, feedback=runs)
     from_e5 = frame.filter(frame["generator"] == "e5_attacks")
     assert from_e5.height > 0 and set(from_e5["kind"].to_list()) == {"adversarial"}
     assert {json.loads(turns)[-1] for turns in from_e5["turns"].to_list()} <= {p["message"] for p in probes}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sv_env_config_verification import prompts
+from sv_env_config_verification.config import ToolSettings
 from sv_env_config_verification.tools import ToolBox, ToolCall, parse_native_calls, parse_text_calls, tool_specs
 from sv_shared.contracts import Message
 
@@ -28,16 +29,16 @@ REFUSED = "refused: the episode's budget of {limit} scanner calls is spent; repl
 
 @dataclass(frozen=True)
 class Budget:
-    max_turns: int = 4
-    max_tool_calls: int = 3
+    max_turns: int
+    max_tool_calls: int
 
     def __post_init__(self) -> None:
         if self.max_turns < 1 or self.max_tool_calls < 0:
             raise ValueError(f"budget needs max_turns >= 1 and max_tool_calls >= 0, got {self}")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> Budget:
-        return cls(max_turns=int(config.get("max_turns", 4)), max_tool_calls=int(config.get("max_tool_calls", 3)))
+    def from_config(cls, settings: ToolSettings) -> Budget:
+        return cls(max_turns=settings.max_turns, max_tool_calls=settings.max_tool_calls)
 
 
 @dataclass

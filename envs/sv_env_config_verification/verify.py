@@ -21,13 +21,13 @@ Reward = weighted mean of three components in [0, 1] (weights in configs/envs/e2
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sv_env_config_verification.config import Config
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, parse_config
 from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
@@ -35,10 +35,15 @@ from sv_env_config_verification.schema import CANONICAL, findings_from_json, par
 from sv_env_config_verification.synth import dump_yaml, pod_spec_of
 from sv_shared.answers.metrics import mean_or_none, reward_summary
 from sv_shared.answers.rewards import RewardWeights, failed_components
-from sv_shared.contracts import ScoredSample
+from sv_shared.config import outputs_dir
+from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
+from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.findings import SEVERITY_WEIGHTS, Finding
 
-COMPONENTS: tuple[str, ...] = ("detection", "patch", "format")
+if TYPE_CHECKING:
+    from sv_env_config_verification.oracle import Oracle
+
+ID_COLUMN = "config_id"
 UNKNOWN_ID_SEVERITY = "medium"
 _TOKEN_SPLIT = re.compile(r"[/.:\s]+")
 
@@ -48,18 +53,14 @@ class VerifierSettings:
     """Reward weights and the penalty per unit of severity weight a patch introduces."""
 
     weights: RewardWeights
-    introduced_penalty: float = 1.0
+    introduced_penalty: float
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> VerifierSettings:
-        weights = RewardWeights.from_config(config["reward_weights"])
-        unknown = set(weights.weights) - set(COMPONENTS)
-        if unknown:
-            raise ValueError(f"unknown E2 reward components {sorted(unknown)}; known: {COMPONENTS}")
-        penalty = float(config.get("patch", {}).get("introduced_penalty", 1.0))
-        if not math.isfinite(penalty) or penalty < 0:
-            raise ValueError(f"patch.introduced_penalty must be a finite number >= 0, got {penalty!r}")
-        return cls(weights=weights, introduced_penalty=penalty)
+    def from_config(cls, config: Config) -> VerifierSettings:
+        return cls(
+            weights=RewardWeights(config.reward_weights.as_mapping()),
+            introduced_penalty=config.patch.introduced_penalty,
+        )
 
 
 # --- detection ---
@@ -327,7 +328,7 @@ def score_completion(
     oracle: Scanner,
     settings: VerifierSettings,
     *,
-    id_column: str = "config_id",
+    id_column: str = ID_COLUMN,
 ) -> ScoredSample:
     """Parse, detect, patch: the reward, its components and every stage's details (results.jsonl `details`)."""
     parsed = parse_answer(completion)
@@ -509,3 +510,70 @@ def aggregate(
             "reward_per_tool_call": _ratio(sum(rewards), total_calls) if tool_calls else None,
         },
     }
+
+
+# --- the verifier ---
+
+
+class ConfigVerifier(CompletionVerifier):
+    """Detection, patch and format of a {"violations", "patch", "confidence"} answer, graded by the oracle.
+
+    The oracle (every available scanner) is this verifier's tool: injected, or built on first use, since starting
+    the scanners is expensive and many uses of the environment (prompts, splits) never need them. The data
+    loaders, the tool-oracle baseline and the tool episodes share it through `oracle`."""
+
+    version = "e2-verifier-1"
+
+    def __init__(self, config: Config, *, oracle: Oracle | None = None) -> None:
+        self.settings = VerifierSettings.from_config(config)
+        self.bootstrap_seed = config.eval.seed
+        self.persistent_cache = config.oracle.persistent_cache
+        self._oracle = oracle
+
+    @property
+    def oracle(self) -> Oracle:
+        """The scanners, built on first use (with the persistent scanner cache unless the config turns it off)."""
+        if self._oracle is None:
+            from sv_env_config_verification.oracle import Oracle  # scanners are heavy: load them only when used
+
+            cache = JsonCache(outputs_dir() / "cache" / "scanners.sqlite") if self.persistent_cache else None
+            self._oracle = Oracle(cache=cache)
+        return self._oracle
+
+    def parse(self, completion: str) -> ParseResult:
+        return parse_answer(completion)
+
+    def score(self, item: Item, completion: str) -> ScoredSample:
+        return score_completion(item, completion, self.oracle, self.settings)
+
+    def score_many(self, items: Sequence[Item], completions: Sequence[str]) -> list[ScoredSample]:
+        """Scores of many answers, the same as `score` one by one, with their patches re-scanned in one batch."""
+        prescan(items, completions, self.oracle)
+        return [self.score(item, completion) for item, completion in zip(items, completions, strict=True)]
+
+    def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
+        metrics = aggregate(records, items, weights=self.settings.weights, seed=self.bootstrap_seed)
+        metrics["oracle_versions"] = dict(sorted(self.oracle.versions().items()))
+        return metrics
+
+    def provenance(self) -> dict[str, Any]:
+        status = self.oracle.tool_status()
+        return {
+            "scanners": dict(sorted(self.oracle.versions().items())),
+            "rulesets": dict(sorted(self.oracle.ruleset_hashes().items())),
+            "unavailable": {name: st.reason for name, st in sorted(status.items()) if not st.available},
+        }
+
+    def report_columns(self) -> list[tuple[str, str]]:
+        return [
+            ("F1 (severity-wtd)", "weighted.f1"),
+            ("precision", "weighted.precision"),
+            ("recall", "weighted.recall"),
+            ("F1 (unwtd)", "unweighted.f1"),
+            ("FPR clean", "fpr_clean"),
+            ("patch applies", "patch.applies_rate"),
+            ("fixes all", "patch.fixes_all_rate"),
+            ("introduces new", "patch.introduces_new_rate"),
+            ("tool calls/episode", "tools.tool_calls_per_episode"),
+            ("format fail", "format_failure_rate"),
+        ]

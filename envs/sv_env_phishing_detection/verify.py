@@ -20,25 +20,29 @@ A completion that fails to parse scores 0 on every component.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sv_env_phishing_detection.detectors import Analysis, is_mixed, normalize
+from sv_env_phishing_detection.config import Config
+from sv_env_phishing_detection.detectors import Analysis, analyze, is_mixed, normalize
 from sv_env_phishing_detection.schema import ANSWER_LABELS, EVIDENCE_TYPES
 from sv_shared.answers.classification import ABSTAIN, DetectionTask
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.metrics import mean_or_none
 from sv_shared.answers.parsing import JsonClassificationParser, extract_json_object, parse_confidence
 from sv_shared.answers.rewards import RewardWeights, reward_asymmetric_cost
-from sv_shared.contracts import ParseResult, ScoredSample
+from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
 
+ID_COLUMN = "email_id"
+ANALYSIS_CACHE_SIZE = 4_096
+"""Detector results kept per verifier, keyed by the raw message: a run scores each item once per model, a sweep over
+several completions of the same item (GRPO groups, re-scoring) parses it once."""
 MAX_EVIDENCE = 32
 """More entries than this is not an answer but a spray of guesses: a format failure."""
 EVIDENCE_COMPONENTS: tuple[str, ...] = ("evidence_precision", "evidence_recall", "grounding")
-DEFAULT_MIXED_BAND: tuple[float, float] = (0.3, 0.6)
 
 _LABELS = JsonClassificationParser(labels=ANSWER_LABELS)
 
@@ -152,17 +156,14 @@ class PhishingTask:
         return self.detection.costs
 
 
-def phishing_task(config: Mapping[str, Any]) -> PhishingTask:
-    band = config.get("abstention", {}).get("mixed_band", DEFAULT_MIXED_BAND)
-    low, high = float(band[0]), float(band[1])
-    if not 0.0 <= low < high <= 1.0:
-        raise ValueError(f"abstention.mixed_band must satisfy 0 <= low < high <= 1, got {list(band)}")
+def phishing_task(config: Config) -> PhishingTask:
+    low, high = config.abstention.mixed_band
     return PhishingTask(
         detection=DetectionTask(
             positive_label="Phishing",
             negative_label="Legitimate",
-            costs=CostTable.from_config(config["costs"]),
-            weights=RewardWeights.from_config(config["reward_weights"]),
+            costs=CostTable(**config.costs.as_dict()),
+            weights=RewardWeights(config.reward_weights.as_mapping()),
         ),
         mixed_band=(low, high),
     )
@@ -261,3 +262,55 @@ def aggregate(
         language: sum(correct) / len(correct) for language, correct in sorted(by_language.items())
     }
     return metrics
+
+
+class PhishingVerifier(CompletionVerifier):
+    """The components above for a {"label", "confidence", "evidence"} answer, against the label and the detectors'
+    analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
+
+    version = "e4-verifier-1"
+
+    def __init__(self, config: Config) -> None:
+        self.task = phishing_task(config)
+        self.bootstrap_seed = config.eval.seed
+        self._analyses: OrderedDict[str, Analysis] = OrderedDict()  # raw_email -> analysis
+
+    def analysis(self, item: Item) -> Analysis:
+        """The detectors' view of an item, recomputed from its raw message (never trusted from stored columns);
+        cached by the message itself, so an item whose id was not recomputed after an edit is not misread."""
+        key = item["raw_email"]
+        cached = self._analyses.get(key)
+        if cached is None:
+            cached = analyze(item["raw_email"])
+            self._analyses[key] = cached
+            if len(self._analyses) > ANALYSIS_CACHE_SIZE:
+                self._analyses.popitem(last=False)
+        else:
+            self._analyses.move_to_end(key)
+        return cached
+
+    def parse(self, completion: str) -> ParseResult:
+        return parse_answer(completion)
+
+    def score(self, item: Item, completion: str) -> ScoredSample:
+        return score_completion(self.task, item[ID_COLUMN], item["label"], completion, self.analysis(item))
+
+    def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
+        return aggregate(self.task, records, items, seed=self.bootstrap_seed)
+
+    def report_columns(self) -> list[tuple[str, str]]:
+        return [
+            ("accuracy", "accuracy"),
+            ("F1", "f1"),
+            ("FNR", "fnr"),
+            ("FPR", "fpr"),
+            ("abstain", "abstention_rate"),
+            ("format fail", "format_failure_rate"),
+            ("ECE", "ece"),
+            ("Brier", "brier"),
+            ("AURC", "aurc"),
+            ("cost-wtd error", "cost_weighted_error"),
+            ("evidence P", "evidence_precision"),
+            ("evidence R", "evidence_recall"),
+            ("grounding", "grounding_rate"),
+        ]

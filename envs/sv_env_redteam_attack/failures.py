@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from sv_shared.runs.records import latest_complete_runs
-
-DEFENSE_ENV_NAME = "sv-env-redteam-defense"
+from sv_shared.runs.records import FinishedRun
 
 
-def defender_failures(evals_root: Path) -> list[dict[str, Any]]:
-    """{"category", "tactic", "behavior_id", "run"} for every adversarial E6 conversation a defender failed."""
+def defender_failures(runs: Iterable[FinishedRun]) -> list[dict[str, Any]]:
+    """{"category", "tactic", "behavior_id", "run"} for every adversarial conversation the given E6 runs failed."""
     failures = []
-    for run in latest_complete_runs(evals_root, DEFENSE_ENV_NAME):
+    for run in runs:
         for record in run.records():
             details = record.get("details", {})
             if details.get("kind") == "adversarial" and details.get("outcome") == "unsafe_compliance":

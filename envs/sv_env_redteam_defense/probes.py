@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from sv_shared.runs.records import latest_complete_runs
-
-ATTACK_ENV_NAME = "sv-env-redteam-attack"
+from sv_shared.runs.records import FinishedRun
 
 
-def attack_probes(evals_root: Path) -> list[dict[str, Any]]:
-    """{"message", "category", "tactic", "behavior_id", "run", "succeeded"} per stored attacker message."""
+def attack_probes(runs: Iterable[FinishedRun]) -> list[dict[str, Any]]:
+    """{"message", "category", "tactic", "behavior_id", "run", "succeeded"} per stored attacker message of the given
+    E5 runs."""
     probes = []
-    for run in latest_complete_runs(evals_root, ATTACK_ENV_NAME):
+    for run in runs:
         for record in run.records():
             details = record.get("details", {})
             for entry in details.get("transcript", []):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sv_shared.contracts.types import Baseline, BatchPolicy, Item, Message, Policy, ScoredSample
-from sv_shared.judging.verdict import Judge
+
+if TYPE_CHECKING:
+    from sv_shared.judging.verdict import Judge
 
 
 class SingleTurn(ABC):

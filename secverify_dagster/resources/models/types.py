@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Provider = Literal["openai", "anthropic", "openai_compatible", "local_transformers", "baseline"]
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "openai_compatible", "local_transformers", "baseline")
+Provider = Literal["openai", "anthropic", "openai_compatible", "local_transformers", "baseline"]
+PROVIDERS: tuple[str, ...] = get_args(Provider)
 
 
 @dataclass(frozen=True)
