@@ -99,7 +99,7 @@ def bench_rollouts(env, dataset, n: int, batch: int, repeats: int) -> dict:
         eval_runs.append(whole_eval())
     raw_s = min(raw_runs)
     eval_s, outcome = min(eval_runs, key=lambda run: run[0])
-    timings = outcome.metadata["timings"]
+    timings = outcome.metadata.timings
     return {
         "model_load_s": round(load_s, 1),
         "raw_generate_items_per_hour": round(n / raw_s * 3600),
@@ -108,8 +108,8 @@ def bench_rollouts(env, dataset, n: int, batch: int, repeats: int) -> dict:
         "raw_runs_s": [round(r, 1) for r in raw_runs],
         "eval_runs_s": [round(r[0], 1) for r in eval_runs],
         "eval_breakdown_s": {k: timings[k] for k in ("generate_s", "score_s", "write_s", "wall_s")},
-        "completion_tokens": outcome.metadata["usage"]["completion_tokens"],
-        "format_failure_rate": outcome.summary["metrics"]["format_failure_rate"],
+        "completion_tokens": outcome.metadata.usage.completion_tokens,
+        "format_failure_rate": outcome.summary.metrics["format_failure_rate"],
     }
 
 

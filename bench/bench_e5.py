@@ -60,7 +60,7 @@ def run(attacker: str, target: str, judge: str, n: int) -> dict:
         outcome = runner.run(dataset, n=n, seed=42)
         wall = time.perf_counter() - started
         records = [json.loads(line) for line in (outcome.run_dir / "results.jsonl").read_text().splitlines()]
-    metrics = outcome.summary["metrics"]
+    metrics = outcome.summary.metrics
     tokens: dict[str, int] = {}
     for record in records:
         for role, usage in record["details"]["usage"].items():

@@ -94,7 +94,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if outcome.status == "skipped":
                 _print(f"  skipped: {outcome.reason}")
                 continue
-            for line in summary_lines(env, outcome.summary["metrics"]):
+            for line in summary_lines(env, outcome.summary.metrics):
                 _print(f"  {line}")
             _print(f"  status {outcome.status} · run folder {outcome.run_dir}")
             failures += outcome.status != "complete"
@@ -196,20 +196,19 @@ def _read_completions(path: Path) -> list[dict]:
 def cmd_score(args: argparse.Namespace) -> int:
     from secverify_dagster.reports import summary_lines
     from secverify_dagster.runner import read_dataset, score_completions
+    from sv_shared.runs.folder import write_json, write_jsonl
 
     env = get_environment(args.env)
     dataset = read_dataset(env, Path(args.items))
     records, metrics = score_completions(env, dataset.frame, _read_completions(Path(args.completions)))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    write_jsonl(out, records)
     for line in summary_lines(env, metrics):
         _print(line)
     _print(f"{len(records)} scored samples → {out}")
     if args.summary:
-        Path(args.summary).write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+        write_json(Path(args.summary), metrics)
     return 0
 
 

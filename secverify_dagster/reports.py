@@ -19,19 +19,27 @@ from secverify_dagster.tournament import rounds_markdown
 from sv_shared.answers.plots import plot_reliability, plot_risk_coverage
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.contracts import Dialogue, Environment
+from sv_shared.runs.records import FinishedRun, latest_complete_runs
+from sv_shared.runs.schema import ResultRecord, RunMetadata, RunSummary
 
 
 @dataclass(frozen=True)
 class RunView:
+    """A complete run as a report compares it: its metadata, summary and scored samples, read typed."""
+
     model_id: str
     run_dir: Path
-    metadata: dict[str, Any]
-    summary: dict[str, Any]
-    records: list[dict[str, Any]]
+    metadata: RunMetadata
+    summary: RunSummary
+    records: list[ResultRecord]
+
+    @classmethod
+    def read(cls, run: FinishedRun) -> RunView:
+        return cls(run.model_id, run.run_dir, run.metadata, run.summary(), list(run.records()))
 
     @property
     def metrics(self) -> dict[str, Any]:
-        return self.summary["metrics"]
+        return self.summary.metrics
 
 
 @dataclass(frozen=True)
@@ -44,33 +52,15 @@ class Report:
     excluded: dict[str, str]
 
 
-def _load_run(run_dir: Path) -> RunView | None:
-    try:
-        metadata = json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        lines = (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    except (OSError, ValueError):
-        return None
-    records = [json.loads(line) for line in lines if line.strip()]
-    return RunView(metadata["model"]["id"], run_dir, metadata, summary, records)
-
-
 def collect_runs(evals_root: Path, env: Environment) -> tuple[list[RunView], dict[str, str]]:
-    """The latest complete run per model, all on the dataset of the most recent run; the rest with reasons."""
-    latest: dict[str, RunView] = {}
-    for run_dir in sorted(evals_root.glob(f"{env.name}--*/*/")):
-        view = _load_run(run_dir)
-        if view is None or view.metadata.get("status") != "complete":
-            continue
-        current = latest.get(view.model_id)
-        if (
-            current is None
-            or view.metadata["sessions"][-1]["started_at"] > current.metadata["sessions"][-1]["started_at"]
-        ):
-            latest[view.model_id] = view
+    """The latest complete run per model, all on the dataset of the most recent run; the rest with reasons.
+
+    A run folder that cannot be read (malformed, or of a schema version this code does not read) is refused with a
+    message naming its file: a report that silently left a model out would compare the wrong runs."""
+    latest = {run.model_id: RunView.read(run) for run in latest_complete_runs(evals_root, env.name)}
     if not latest:
         return [], {}
-    newest = max(latest.values(), key=lambda v: v.metadata["sessions"][-1]["started_at"])
+    newest = max(latest.values(), key=lambda v: v.metadata.started_at)
     basis = _comparison_basis(newest)
     runs = sorted((v for v in latest.values() if _comparison_basis(v) == basis), key=lambda v: v.model_id)
     excluded = {
@@ -84,9 +74,9 @@ def collect_runs(evals_root: Path, env: Environment) -> tuple[list[RunView], dic
 
 def _comparison_basis(view: RunView) -> tuple[str, str, str | None]:
     """What must match for two runs to be compared: the dataset, and for dialogues the counterparts and judge."""
-    counterparts = view.metadata.get("counterparts", {})
-    described = ",".join(f"{role}={spec['id']}" for role, spec in sorted(counterparts.items()))
-    return view.metadata["dataset"]["hash"], described, view.metadata.get("judge")
+    counterparts = view.metadata.counterparts or {}
+    described = ",".join(f"{role}={spec.id}" for role, spec in sorted(counterparts.items()))
+    return view.metadata.dataset.hash, described, view.metadata.judge
 
 
 def _describe_basis(basis: tuple[str, str, str | None]) -> str:
@@ -127,7 +117,7 @@ def _metrics_table(env: Environment, runs: Sequence[RunView]) -> list[str]:
         values = " | ".join(_fmt(metric_value(m, key)) for _, key in columns)
         lines.append(
             f"| {run.model_id} | {m['n']} | {_fmt(reward['mean'])} [{_fmt(reward['ci_low'])}, "
-            f"{_fmt(reward['ci_high'])}] | {values} | {run.metadata.get('cost_usd', 0.0):.4f} |"
+            f"{_fmt(reward['ci_high'])}] | {values} | {run.metadata.cost_usd or 0.0:.4f} |"
         )
     return lines
 
@@ -136,12 +126,16 @@ def paired_comparisons(runs: Sequence[RunView], *, seed: int = 42) -> list[dict[
     """Paired bootstrap of the reward delta for every pair of models, over the items both scored."""
     rows = []
     for run_a, run_b in combinations(runs, 2):
-        ids, rewards_a, rewards_b = align_paired(run_a.records, run_b.records)
+        ids, rewards_a, rewards_b = align_paired(_rewards(run_a), _rewards(run_b))
         if not ids:
             continue
         result = paired_bootstrap(rewards_a, rewards_b, seed=seed)
         rows.append({"model_a": run_a.model_id, "model_b": run_b.model_id, "n_paired": len(ids), **result.to_dict()})
     return rows
+
+
+def _rewards(run: RunView) -> list[dict[str, Any]]:
+    return [{"id": record.id, "reward": record.reward} for record in run.records]
 
 
 def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int = 42) -> Report:
@@ -166,7 +160,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             )
         )
     comparisons = paired_comparisons(runs, seed=seed)
-    dataset = runs[0].metadata["dataset"] if runs else None
+    dataset = runs[0].metadata.dataset if runs else None
     dialogue_plots: list[Path] = []
     lines = [
         f"# {env.name} ({env.env_id}) report",
@@ -178,8 +172,8 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
         lines += ["No complete eval runs yet: materialize eval_results for this environment first.", ""]
     else:
         lines += [
-            f"Dataset `{dataset['source']}` (hash `{dataset['hash'][:16]}`, {dataset['rows']} rows); "
-            f"every model answered the same {runs[0].summary['n_items']} items.",
+            f"Dataset `{dataset.source}` (hash `{dataset.hash[:16]}`, {dataset.rows} rows); "
+            f"every model answered the same {runs[0].summary.n_items} items.",
             "",
             "## Results",
             "",
@@ -214,8 +208,8 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             lines += [line for plot in plots for line in (f"![{plot.stem}]({plot.name})", "")]
         lines += ["", "## Provenance", ""]
         lines += [
-            f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata['code_version'][:12]}` · "
-            f"model `{run.metadata['model']['model']}` · generation `{json.dumps(run.metadata['generation'])}`"
+            f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata.code_version[:12]}` · "
+            f"model `{run.metadata.model.model}` · generation `{json.dumps(run.metadata.generation)}`"
             for run in runs
         ]
     if excluded:
@@ -228,7 +222,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
         json.dumps(
             {
                 "env": env.env_id,
-                "dataset": dataset,
+                "dataset": dataset.as_dict() if dataset else None,
                 "models": [run.model_id for run in runs],
                 "metrics": {run.model_id: run.metrics for run in runs},
                 "comparisons": comparisons,
@@ -245,7 +239,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
         markdown,
         json_path,
         plots,
-        dataset["hash"] if dataset else None,
+        dataset.hash if dataset else None,
         [run.model_id for run in runs],
         excluded,
     )
@@ -254,14 +248,14 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
 def _dialogue_section(runs: Sequence[RunView], tournaments: Path, out_dir: Path, plots: list[Path]) -> list[str]:
     """Who the dialogues were with, the judge's measured accuracy, and (E5) the latest tournament's success curves."""
     newest = runs[-1].metadata
-    counterparts = ", ".join(f"{role} `{spec['id']}`" for role, spec in newest.get("counterparts", {}).items())
-    validation = newest.get("judge_validation") or {}
+    counterparts = ", ".join(f"{role} `{spec.id}`" for role, spec in (newest.counterparts or {}).items())
+    validation = newest.judge_validation or {}
     test = validation.get("splits", {}).get("test", {}).get("unsafe", {})
     lines = [
         "",
         "## Dialogues and judge",
         "",
-        f"Counterparts: {counterparts or 'none'}. Judge `{newest.get('judge')}`: on the held-out validation split "
+        f"Counterparts: {counterparts or 'none'}. Judge `{newest.judge}`: on the held-out validation split "
         f"sensitivity {_fmt(test.get('sensitivity'))}, specificity {_fmt(test.get('specificity'))}, "
         f"Cohen's κ {_fmt(test.get('cohen_kappa'))} (n={test.get('n_positive', 0) + test.get('n_negative', 0)}). "
         "Corrected rates invert the judge's error (Rogan–Gladen); their CIs resample dialogues and validation counts. "

@@ -7,6 +7,8 @@ outputs/evals/<env name>--<model id>/<run id>/
   errors.jsonl    provider failures (after retries); those samples are not in results and are retried on resume
   summary.json    the environment's metrics over results.jsonl
 
+The files' schema and version policy are declared in sv_shared.runs.schema; sv_shared.runs.folder reads and writes them.
+
 The run id is derived from everything that determines the results, so the same command after a crash resumes the same
 run and finishes the missing samples only.
 """
@@ -14,13 +16,11 @@ run and finishes the missing samples only.
 from __future__ import annotations
 
 import inspect
-import json
-import os
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,18 @@ from sv_shared.judging import build_judge
 from sv_shared.judging.factory import judge_generation_params
 from sv_shared.judging.measured import ensure_measurement
 from sv_shared.judging.verdict import Judge
+from sv_shared.runs.folder import RunFolder
+from sv_shared.runs.schema import (
+    DatasetRef,
+    ErrorRecord,
+    ModelIdentity,
+    ResultRecord,
+    RunMetadata,
+    RunSummary,
+    ScoredCompletion,
+    Session,
+    Usage,
+)
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -85,8 +97,9 @@ class EvalOutcome:
     model_id: str
     status: str
     run_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary | None = None
+    """None when skipped, as is metadata."""
+    metadata: RunMetadata | None = None
     reason: str | None = None
     n_done: int = 0
     n_provider_errors: int = 0
@@ -138,60 +151,15 @@ def run_dir_for(env: Environment, model_id: str, run_id: str, root: Path | None 
     return (root or outputs_dir() / "evals") / f"{env.name}--{model_id}" / run_id
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Complete lines of a JSONL file; a torn last line (crash mid-write) is cut off so appends stay valid."""
-    if not path.exists():
-        return []
-    records: list[dict[str, Any]] = []
-    good_bytes = 0
-    with path.open("rb") as handle:
-        for line in handle:
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                break
-            good_bytes += len(line)
-    if good_bytes != path.stat().st_size:
-        with path.open("r+b") as handle:
-            handle.truncate(good_bytes)
-    return records
+def _error_record(item_id: str, error: ProviderError) -> ErrorRecord:
+    return ErrorRecord(
+        id=item_id, kind=error.kind, status=error.status, message=str(error), at=datetime.now(UTC).isoformat()
+    )
 
 
-def _append_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    lines = "".join(json.dumps(record, ensure_ascii=False, default=str) + "\n" for record in records)
-    if not lines:
-        return
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(lines)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _write_json(path: Path, value: Mapping[str, Any]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
-def _error_record(item_id: str, error: ProviderError) -> dict[str, Any]:
-    return {
-        "id": item_id,
-        "kind": error.kind,
-        "status": error.status,
-        "message": str(error),
-        "at": datetime.now(UTC).isoformat(),
-    }
-
-
-def _public_spec(spec: ModelSpec) -> dict[str, Any]:
+def _public_spec(spec: ModelSpec) -> ModelIdentity:
     """The model's identity for provenance: provider, model name, parameters, prices; never keys or endpoints."""
-    return {
-        "id": spec.id,
-        "provider": spec.provider,
-        "model": spec.model,
-        "params": spec.params,
-        "price": spec.price,
-    }
+    return ModelIdentity(id=spec.id, provider=spec.provider, model=spec.model, params=spec.params, price=spec.price)
 
 
 def _chunk_size(spec: ModelSpec) -> int:
@@ -343,14 +311,16 @@ class EvalRunner:
             "env": self.env.env_id,
             "verifier_version": self.env.verifier.version,
             "config": self.env.config.as_dict(),
-            "model": _public_spec(self.spec),
+            "model": _public_spec(self.spec).as_dict(),
             "generation": dict(params),
             "dataset_hash": dataset.hash,
             "item_ids": [item[self.env.data.id_column] for item in items],
             "seed": seed,
         }
         if self.dialogue:
-            fingerprint["counterparts"] = {role: _public_spec(spec) for role, spec in sorted(self.counterparts.items())}
+            fingerprint["counterparts"] = {
+                role: _public_spec(spec).as_dict() for role, spec in sorted(self.counterparts.items())
+            }
             fingerprint["judge"] = self.judge_spec
         if self.spec.provider == "baseline" and self.spec.id in self.env.baselines:
             # A rule baseline is code: editing its rules must start a new run, not resume the old one.
@@ -389,18 +359,17 @@ class EvalRunner:
         fingerprint = self.fingerprint(dataset, items, seed, params) | {"mode": mode}
         fingerprint_hash = sha256_hex(stable_json(fingerprint))
         run_id = run_id or f"seed{seed}-n{len(items)}-{fingerprint_hash[:10]}"
-        run_dir = run_dir_for(self.env, self.spec.id, run_id, self.evals_root)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        metadata = self._start_metadata(run_dir, run_id, dataset, fingerprint, fingerprint_hash, n, seed)
+        folder = RunFolder(run_dir_for(self.env, self.spec.id, run_id, self.evals_root))
+        folder.path.mkdir(parents=True, exist_ok=True)
+        metadata = self._start_metadata(folder, run_id, dataset, fingerprint, fingerprint_hash, n, seed)
 
-        results_path = run_dir / "results.jsonl"
-        done = {record["id"]: record for record in _read_jsonl(results_path)}
+        done = {record.id: record for record in folder.resume_results()}
         pending = [item for item in items if item[self.env.data.id_column] not in done]
         if max_samples is not None:
             pending = pending[:max_samples]
 
         timings = {"generate_s": 0.0, "score_s": 0.0, "write_s": 0.0}
-        provider_errors: list[dict[str, Any]] = []
+        provider_errors: list[ErrorRecord] = []
         client = self._client or open_client(self.spec, cache=self._cache, baselines=self.env.baselines)
         dialogue = self._open_dialogue(seed) if self.dialogue else None
         started = time.perf_counter()
@@ -416,11 +385,11 @@ class EvalRunner:
                 else:
                     records, batch_errors, gen_s, score_s = self._single_turn_chunk(client, batch, params, seed)
                 t2 = time.perf_counter()
-                _append_jsonl(results_path, records)
-                _append_jsonl(run_dir / "errors.jsonl", batch_errors)
+                folder.append_results(records)
+                folder.append_errors(batch_errors)
                 provider_errors.extend(batch_errors)
                 for record in records:
-                    done[record["id"]] = record
+                    done[record.id] = record
                 timings["generate_s"] += gen_s
                 timings["score_s"] += score_s
                 timings["write_s"] += time.perf_counter() - t2
@@ -429,7 +398,7 @@ class EvalRunner:
             if dialogue is not None:
                 # Rates are reported with the judge's measured error: measured once per judge (cached), while its
                 # model is still open.
-                metadata["judge_validation"] = ensure_measurement(dialogue.judge)
+                metadata = metadata.replace(judge_validation=ensure_measurement(dialogue.judge))
         finally:
             if self._client is None:
                 client.close()
@@ -440,26 +409,29 @@ class EvalRunner:
         id_column = self.env.data.id_column
         ordered = [done[item[id_column]] for item in items if item[id_column] in done]
         item_map = {item[id_column]: item for item in items}
-        summary = {
-            "env": self.env.env_id,
-            "env_name": self.env.name,
-            "model": self.spec.id,
-            "run_id": run_id,
-            "n_items": len(items),
-            "n_scored": len(ordered),
-            "metrics": self.env.verifier.aggregate(ordered, item_map),
-        }
+        summary = RunSummary(
+            env=self.env.env_id,
+            env_name=self.env.name,
+            model=self.spec.id,
+            run_id=run_id,
+            n_items=len(items),
+            n_scored=len(ordered),
+            # Verifiers take records as the mappings results.jsonl holds.
+            metrics=self.env.verifier.aggregate([record.as_dict() for record in ordered], item_map),
+        )
         t_summary = time.perf_counter()
-        _write_json(run_dir / "summary.json", summary)
+        folder.write_summary(summary)
         complete = len(ordered) == len(items)
-        metadata.update(self._finish_metadata(metadata, ordered, client, timings, elapsed, complete, provider_errors))
-        metadata["timings"]["summary_s"] = round(time.perf_counter() - t_summary, 4)
-        _write_json(run_dir / "metadata.json", metadata)
+        finished = self._finish_metadata(metadata, ordered, client, timings, elapsed, complete, provider_errors)
+        metadata = finished.replace(
+            timings={**finished.timings, "summary_s": round(time.perf_counter() - t_summary, 4)}
+        )
+        folder.write_metadata(metadata)
         return EvalOutcome(
             self.env.env_id,
             self.spec.id,
             "complete" if complete else "incomplete",
-            run_dir=run_dir,
+            run_dir=folder.path,
             summary=summary,
             metadata=metadata,
             n_done=len(ordered),
@@ -468,7 +440,7 @@ class EvalRunner:
 
     def _single_turn_chunk(
         self, client: ModelClient, batch: Sequence[Item], params: Mapping[str, Any], seed: int
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
+    ) -> tuple[list[ResultRecord], list[ErrorRecord], float, float]:
         """One request per item, sent together (the local model batches them, API models run concurrently)."""
         requests = [
             ChatRequest(
@@ -501,14 +473,14 @@ class EvalRunner:
 
     def _episode_chunk(
         self, client: ModelClient, batch: Sequence[Item], params: Mapping[str, Any], seed: int
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
+    ) -> tuple[list[ResultRecord], list[ErrorRecord], float, float]:
         """Multi-turn episodes, up to the model's concurrency at once; a provider failure abandons that episode."""
         local = self.spec.provider in ("local_transformers", "baseline")
         workers = 1 if local else max(1, self.spec.concurrency)
         # Local models have no function calling: they write tool calls as text lines.
         protocol = "text" if local else "native"
 
-        def episode(item: Item) -> dict[str, Any] | ProviderError:
+        def episode(item: Item) -> ResultRecord | ProviderError:
             turns: list[Completion] = []
 
             def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> PolicyReply:
@@ -529,20 +501,20 @@ class EvalRunner:
                 scored = self.env.episodes.rollout(item, policy, tool_protocol=protocol)
             except ProviderError as error:
                 return error
-            return {
+            return ResultRecord(
                 **scored.to_record(),
-                "model": self.spec.id,
-                "prompt": self.env.episodes.messages(item),
-                "completion": turns[-1].text if turns else "",
-                "usage": {
-                    "prompt_tokens": sum(t.usage.prompt_tokens for t in turns),
-                    "completion_tokens": sum(t.usage.completion_tokens for t in turns),
-                },
-                "latency_s": sum(t.latency_s for t in turns),
-                "cost_usd": sum(t.cost_usd for t in turns),
-                "cached": bool(turns) and all(t.cached for t in turns),
-                "turns": len(turns),
-            }
+                model=self.spec.id,
+                prompt=self.env.episodes.messages(item),
+                completion=turns[-1].text if turns else "",
+                usage=Usage(
+                    prompt_tokens=sum(t.usage.prompt_tokens for t in turns),
+                    completion_tokens=sum(t.usage.completion_tokens for t in turns),
+                ),
+                latency_s=sum(t.latency_s for t in turns),
+                cost_usd=sum(t.cost_usd for t in turns),
+                cached=bool(turns) and all(t.cached for t in turns),
+                turns=len(turns),
+            )
 
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="episode") as pool:
@@ -589,7 +561,7 @@ class EvalRunner:
         batch: Sequence[Item],
         params: Mapping[str, Any],
         seed: int,
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, float]:
+    ) -> tuple[list[ResultRecord], list[ErrorRecord], float, float]:
         """Dialogues in lockstep; a failed model or judge call abandons that dialogue, which is retried on resume."""
         started = time.perf_counter()
         outcomes = self.dialogue.run(
@@ -610,132 +582,121 @@ class EvalRunner:
             details = outcome.details
             own_turns = [entry["text"] for entry in details.get("transcript", []) if entry["role"] == role]
             records.append(
-                {
+                ResultRecord(
                     **outcome.to_record(),
-                    "model": self.spec.id,
-                    "counterparts": {name: spec.id for name, spec in self.counterparts.items()},
-                    "prompt": self.env.episodes.messages(item),
-                    "completion": own_turns[-1] if own_turns else "",
-                    "usage": details.get("usage", {}).get(role, {"prompt_tokens": 0, "completion_tokens": 0}),
+                    model=self.spec.id,
+                    counterparts={name: spec.id for name, spec in self.counterparts.items()},
+                    prompt=self.env.episodes.messages(item),
+                    completion=own_turns[-1] if own_turns else "",
+                    usage=Usage(**details.get("usage", {}).get(role, {"prompt_tokens": 0, "completion_tokens": 0})),
                     # Dialogues share batched calls: a dialogue's latency is its share of the chunk's wall time.
-                    "latency_s": wall / len(batch),
-                    "cost_usd": float(details.get("cost_usd", {}).get(role, 0.0)),
-                    "cached": False,
-                }
+                    latency_s=wall / len(batch),
+                    cost_usd=float(details.get("cost_usd", {}).get(role, 0.0)),
+                    cached=False,
+                )
             )
         # Dialogue turns and judging interleave; the whole chunk counts as generation.
         return records, errors, wall, 0.0
 
-    def _record(self, request: ChatRequest, completion: Completion, scored: ScoredSample) -> dict[str, Any]:
-        return {
+    def _record(self, request: ChatRequest, completion: Completion, scored: ScoredSample) -> ResultRecord:
+        return ResultRecord(
             **scored.to_record(),
-            "model": self.spec.id,
-            "prompt": request.messages,
-            "completion": completion.text,
-            "usage": {
-                "prompt_tokens": completion.usage.prompt_tokens,
-                "completion_tokens": completion.usage.completion_tokens,
-            },
-            "latency_s": completion.latency_s,
-            "cost_usd": completion.cost_usd,
-            "cached": completion.cached,
-        }
+            model=self.spec.id,
+            prompt=request.messages,
+            completion=completion.text,
+            usage=Usage(
+                prompt_tokens=completion.usage.prompt_tokens, completion_tokens=completion.usage.completion_tokens
+            ),
+            latency_s=completion.latency_s,
+            cost_usd=completion.cost_usd,
+            cached=completion.cached,
+        )
 
     def _start_metadata(
         self,
-        run_dir: Path,
+        folder: RunFolder,
         run_id: str,
         dataset: EvalDataset,
         fingerprint: Mapping[str, Any],
         fingerprint_hash: str,
         n: int,
         seed: int,
-    ) -> dict[str, Any]:
-        path = run_dir / "metadata.json"
+    ) -> RunMetadata:
         now = datetime.now(UTC).isoformat()
         version = code_version()
-        if path.exists():
-            previous = json.loads(path.read_text(encoding="utf-8"))
-            if previous.get("fingerprint_hash") != fingerprint_hash:
+        session = Session(started_at=now, code_version=version)
+        if folder.metadata_path.exists():
+            previous = folder.read_metadata()
+            if previous.fingerprint_hash != fingerprint_hash:
                 raise RunMismatchError(
-                    f"{run_dir} holds a run with different inputs (fingerprint {previous.get('fingerprint_hash')}, "
+                    f"{folder.path} holds a run with different inputs (fingerprint {previous.fingerprint_hash}, "
                     f"now {fingerprint_hash}); choose another --run-id"
                 )
-            previous["sessions"].append({"started_at": now, "code_version": version})
-            previous["status"] = "running"
-            _write_json(path, previous)
-            return previous
-        metadata = {
-            "run_id": run_id,
-            "env": self.env.env_id,
-            "env_name": self.env.name,
-            "verifier_version": self.env.verifier.version,
-            "verifier_provenance": self.env.verifier.provenance(),
-            **(
-                {
-                    "counterparts": {role: _public_spec(spec) for role, spec in self.counterparts.items()},
-                    "judge": self.judge_spec,
-                }
-                if self.dialogue
-                else {}
+            resumed = previous.replace(sessions=[*previous.sessions, session], status="running")
+            folder.write_metadata(resumed)
+            return resumed
+        metadata = RunMetadata(
+            run_id=run_id,
+            env=self.env.env_id,
+            env_name=self.env.name,
+            verifier_version=self.env.verifier.version,
+            verifier_provenance=self.env.verifier.provenance(),
+            counterparts=(
+                {role: _public_spec(spec) for role, spec in self.counterparts.items()} if self.dialogue else None
             ),
-            "model": _public_spec(self.spec),
-            "generation": fingerprint["generation"],
-            "config": self.env.config.as_dict(),
-            "dataset": {
-                "source": dataset.source,
-                "split": dataset.split,
-                "hash": dataset.hash,
-                "rows": dataset.frame.height,
-            },
-            "n_requested": n,
-            "n_items": len(fingerprint["item_ids"]),
-            "seed": seed,
-            "fingerprint_hash": fingerprint_hash,
-            "code_version": version,
-            "created_at": now,
-            "sessions": [{"started_at": now, "code_version": version}],
-            "status": "running",
-        }
-        _write_json(path, metadata)
+            judge=self.judge_spec if self.dialogue else None,
+            model=_public_spec(self.spec),
+            generation=fingerprint["generation"],
+            config=self.env.config.as_dict(),
+            dataset=DatasetRef(
+                source=dataset.source, split=dataset.split, hash=dataset.hash, rows=dataset.frame.height
+            ),
+            n_requested=n,
+            n_items=len(fingerprint["item_ids"]),
+            seed=seed,
+            fingerprint_hash=fingerprint_hash,
+            code_version=version,
+            created_at=now,
+            sessions=[session],
+            status="running",
+        )
+        folder.write_metadata(metadata)
         return metadata
 
     def _finish_metadata(
         self,
-        metadata: Mapping[str, Any],
-        records: Sequence[Mapping[str, Any]],
+        metadata: RunMetadata,
+        records: Sequence[ResultRecord],
         client: ModelClient,
         timings: Mapping[str, float],
         elapsed: float,
         complete: bool,
-        provider_errors: Sequence[Mapping[str, Any]],
-    ) -> dict[str, Any]:
+        provider_errors: Sequence[ErrorRecord],
+    ) -> RunMetadata:
         stats = client.stats
-        sessions = list(metadata["sessions"])
-        sessions[-1] = {
-            **sessions[-1],
-            "finished_at": datetime.now(UTC).isoformat(),
-            "wall_s": round(elapsed, 4),
-            "client": stats,
-            "new_samples": stats.get("requests", 0),
-        }
-        return {
-            "status": "complete" if complete else "incomplete",
-            "sessions": sessions,
-            "timings": {name: round(value, 4) for name, value in timings.items()} | {"wall_s": round(elapsed, 4)},
-            "usage": {
-                "prompt_tokens": sum(int(r["usage"]["prompt_tokens"]) for r in records),
-                "completion_tokens": sum(int(r["usage"]["completion_tokens"]) for r in records),
-            },
-            "cost_usd": round(sum(float(r["cost_usd"]) for r in records), 6),
-            "n_scored": len(records),
-            "n_provider_errors_this_session": len(provider_errors),
-        }
+        finished = metadata.sessions[-1].replace(
+            finished_at=datetime.now(UTC).isoformat(),
+            wall_s=round(elapsed, 4),
+            client=stats,
+            new_samples=stats.get("requests", 0),
+        )
+        return metadata.replace(
+            status="complete" if complete else "incomplete",
+            sessions=[*metadata.sessions[:-1], finished],
+            timings={name: round(value, 4) for name, value in timings.items()} | {"wall_s": round(elapsed, 4)},
+            usage=Usage(
+                prompt_tokens=sum(record.usage.prompt_tokens for record in records),
+                completion_tokens=sum(record.usage.completion_tokens for record in records),
+            ),
+            cost_usd=round(sum(float(record.cost_usd) for record in records), 6),
+            n_scored=len(records),
+            n_provider_errors_this_session=len(provider_errors),
+        )
 
 
 def score_completions(
     env: Environment, items: pl.DataFrame, completions: Sequence[Mapping[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[ScoredCompletion], dict[str, Any]]:
     """Re-score stored completions offline: every completion id must name an item."""
     verifier = env.verifier
     if not isinstance(verifier, CompletionVerifier):
@@ -752,6 +713,6 @@ def score_completions(
         text = entry.get("completion")
         if not isinstance(text, str):
             raise ValueError(f"completion for {entry['id']!r} must be a string, got {type(text).__name__}")
-        records.append({**verifier.score(by_id[entry["id"]], text).to_record(), "completion": text})
-    scored_items = {record["id"]: by_id[record["id"]] for record in records}
-    return records, verifier.aggregate(records, scored_items)
+        records.append(ScoredCompletion(**verifier.score(by_id[entry["id"]], text).to_record(), completion=text))
+    scored_items = {record.id: by_id[record.id] for record in records}
+    return records, verifier.aggregate([record.as_dict() for record in records], scored_items)

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster.resources.models import ModelSpec
-from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.runner import EvalDataset, EvalOutcome, EvalRunner
 from sv_shared.answers.novelty import write_archive
 from sv_shared.answers.plots import plot_success_curves
 from sv_shared.contracts import Environment
 from sv_shared.data.hashing import sha256_hex, stable_json
 from sv_shared.registry import build_environment
+from sv_shared.runs.folder import RunFolder
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def run_tournament(
                 row = _row(round_number, side, updates, attacker, defender, lineup, outcome)
                 rows.append(row)
                 if outcome.status == "complete":
-                    judge_validation = outcome.metadata.get("judge_validation", judge_validation)
+                    judge_validation = outcome.metadata.judge_validation or judge_validation
                     archive.extend(_successes(outcome.run_dir, round_number, row))
         archive_path = out_dir / f"archive-r{round_number}.jsonl"
         write_archive(archive_path, archive)
@@ -159,7 +160,7 @@ def _row(
     attacker: str,
     defender: str,
     lineup: _Lineup,
-    outcome: Any,
+    outcome: EvalOutcome,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "round": round_number,
@@ -174,27 +175,27 @@ def _row(
         "run_dir": str(outcome.run_dir) if outcome.run_dir else None,
     }
     if outcome.status == "complete":
-        success = outcome.summary["metrics"]["attack_success"]
+        metrics = outcome.summary.metrics
+        success = metrics["attack_success"]
         row |= {
-            "n": outcome.summary["metrics"]["n"],
+            "n": metrics["n"],
             "asr": success.get("rate"),
             "asr_ci": success.get("ci"),
             "asr_corrected": success.get("corrected"),
             "asr_corrected_ci": success.get("corrected_ci"),
-            "reward_mean": outcome.summary["metrics"]["reward"]["mean"],
+            "reward_mean": metrics["reward"]["mean"],
         }
     return row
 
 
 def _successes(run_dir: Path, round_number: int, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     entries = []
-    for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record["components"]["success"]:
+    for record in RunFolder(run_dir).read_results():
+        if record.components["success"]:
             entries.append(
                 {
-                    "shingles": record["details"]["attack_shingles"],
-                    "behavior_id": record["id"],
+                    "shingles": record.details["attack_shingles"],
+                    "behavior_id": record.id,
                     "round": round_number,
                     "attacker": row["attacker_model"],
                     "defender": row["defender_model"],

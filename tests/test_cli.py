@@ -10,6 +10,8 @@ import pytest
 from secverify_dagster.cli import main
 from secverify_dagster.runner import embedded_dataset
 from sv_shared.registry import get_environment
+from sv_shared.runs.folder import RunFolder
+from sv_shared.runs.schema import ScoredCompletion
 
 
 @pytest.fixture()
@@ -25,7 +27,7 @@ def test_eval_writes_the_run_and_skips_unreachable_models(outputs: Path, capsys)
     assert "skipped: OPENAI_API_KEY is not set" in printed
     (run_dir,) = (outputs / "evals" / "sv-env-network-logs--heuristic").iterdir()
     assert str(run_dir) in printed
-    assert len((run_dir / "results.jsonl").read_text().splitlines()) == 10
+    assert len(RunFolder(run_dir).read_results()) == 10
     # The same command again resumes the same (complete) run: nothing new is generated.
     assert main(["eval", "--env", "e1", "--model", "heuristic", "-n", "10"]) == 0
     assert len(list((outputs / "evals" / "sv-env-network-logs--heuristic").iterdir())) == 1
@@ -94,9 +96,10 @@ def test_score_rescores_stored_completions(outputs: Path, tmp_path: Path, capsys
         )
         == 0
     )
-    scored = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [s["reward"] for s in scored] == pytest.approx([1.0, 0.0, 0.25 * 0.85 + 0.1])
-    assert scored[1]["error"] == "no_json_object"
+    scored = [ScoredCompletion.parse(json.loads(line), str(out)) for line in out.read_text().splitlines()]
+    assert [s.id for s in scored] == ids
+    assert [s.reward for s in scored] == pytest.approx([1.0, 0.0, 0.25 * 0.85 + 0.1])
+    assert scored[1].error == "no_json_object" and scored[1].completion == "no idea"
     metrics = json.loads(summary.read_text())
     assert metrics["n"] == 3 and metrics["n_abstained"] == 1 and metrics["n_format_failures"] == 1
 

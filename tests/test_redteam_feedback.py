@@ -42,7 +42,7 @@ def test_defender_failures_seed_the_next_goal_trees(isolated_outputs: Path) -> N
     runs = _feedback(e5, isolated_outputs)
     failures = defender_failures(runs)
     assert failures and all(f["run"].startswith("naive-complier/") for f in failures)
-    assert len(failures) == run.summary["metrics"]["outcomes"]["unsafe_compliance"] - sum(
+    assert len(failures) == run.summary.metrics["outcomes"]["unsafe_compliance"] - sum(
         1
         for line in (run.run_dir / "results.jsonl").read_text().splitlines()
         if json.loads(line)["details"]["kind"] == "benign"

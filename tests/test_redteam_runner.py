@@ -56,13 +56,13 @@ def test_attack_on_a_complier_succeeds_and_on_a_policy_defender_fails(isolated_o
     easy = _runner(E5, "template-attacker", target="naive-complier").run(dataset, n=8, seed=42)
     hard = _runner(E5, "template-attacker", target="policy-defender").run(dataset, n=8, seed=42)
     assert easy.status == hard.status == "complete"
-    easy_rate = easy.summary["metrics"]["attack_success"]
-    assert easy_rate["rate"] > 0.8 and hard.summary["metrics"]["asr"] < 0.3
+    easy_rate = easy.summary.metrics["attack_success"]
+    assert easy_rate["rate"] > 0.8 and hard.summary.metrics["asr"] < 0.3
     # Every rate is reported with the judge's measured accuracy and corrected for it.
     assert easy_rate["judge"] == "local" and easy_rate["judge_sensitivity"] > 0.5
     assert easy_rate["corrected"] is not None and easy_rate["judge_validation"]["split"] == "test"
-    assert easy.metadata["counterparts"]["target"]["id"] == "naive-complier"
-    assert easy.metadata["judge"] == "local" and easy.metadata["judge_validation"]["judge"] == "local"
+    assert easy.metadata.counterparts["target"].id == "naive-complier"
+    assert easy.metadata.judge == "local" and easy.metadata.judge_validation["judge"] == "local"
     record = _records(easy.run_dir)[0]
     assert record["counterparts"] == {"target": "naive-complier"}
     assert record["details"]["success_turn"] == 1 and record["components"]["success"] == 1.0
@@ -75,7 +75,7 @@ def test_attack_on_a_complier_succeeds_and_on_a_policy_defender_fails(isolated_o
 def test_defense_rewards_balance_both_failure_directions() -> None:
     dataset = embedded_dataset(E6, split="test", seed=42)
     outcomes = {
-        model: _runner(E6, model).run(dataset, n=24, seed=42).summary["metrics"]
+        model: _runner(E6, model).run(dataset, n=24, seed=42).summary.metrics
         for model in ("policy-defender", "refuse-all", "naive-complier")
     }
     refuse, comply = outcomes["refuse-all"], outcomes["naive-complier"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,8 @@ from secverify_dagster.resources.models import ChatRequest, Completion, Provider
 from secverify_dagster.runner import EvalRunner, RunMismatchError, embedded_dataset, select_items
 from sv_shared.contracts import ToolUse
 from sv_shared.registry import get_environment
+from sv_shared.runs.folder import RunFolder
+from sv_shared.runs.schema import ModelIdentity, ResultRecord
 
 ENV = get_environment("e1")
 HEURISTIC = load_registry()["heuristic"]
@@ -62,11 +63,13 @@ class CountingClient:
 
 
 def _client(dataset, **kwargs) -> CountingClient:
-    return CountingClient({item["flow_id"]: ENV.episodes.observation(item) for item in dataset.frame.to_dicts()}, **kwargs)
+    return CountingClient(
+        {item["flow_id"]: ENV.episodes.observation(item) for item in dataset.frame.to_dicts()}, **kwargs
+    )
 
 
-def _results(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+def _results(run_dir: Path) -> list[ResultRecord]:
+    return RunFolder(run_dir).read_results()
 
 
 def test_writes_the_run_folder_with_provenance(tmp_path: Path, dataset) -> None:
@@ -74,28 +77,28 @@ def test_writes_the_run_folder_with_provenance(tmp_path: Path, dataset) -> None:
     assert outcome.status == "complete"
     assert outcome.run_dir is not None
     assert outcome.run_dir.parent == tmp_path / "sv-env-network-logs--heuristic"
-    metadata = json.loads((outcome.run_dir / "metadata.json").read_text())
-    assert metadata["dataset"]["hash"] == dataset.hash
-    assert metadata["dataset"]["source"] == "embedded:test"
-    assert metadata["verifier_version"] == ENV.verifier.version
-    assert metadata["model"] == {
-        "id": "heuristic",
-        "provider": "baseline",
-        "model": HEURISTIC.model,
-        "params": HEURISTIC.params,
-        "price": HEURISTIC.price,
-    }
-    assert metadata["seed"] == 42 and metadata["status"] == "complete"
-    assert metadata["config"]["reward_weights"]["accuracy"] == 0.45
-    assert set(metadata["timings"]) >= {"generate_s", "score_s", "write_s", "wall_s"}
+    folder = RunFolder(outcome.run_dir)
+    metadata = folder.read_metadata()
+    assert metadata == outcome.metadata
+    assert metadata.dataset.hash == dataset.hash
+    assert metadata.dataset.source == "embedded:test"
+    assert metadata.verifier_version == ENV.verifier.version
+    assert metadata.model == ModelIdentity(
+        id="heuristic", provider="baseline", model=HEURISTIC.model, params=HEURISTIC.params, price=HEURISTIC.price
+    )
+    assert metadata.seed == 42 and metadata.status == "complete"
+    assert metadata.config["reward_weights"]["accuracy"] == 0.45
+    assert set(metadata.timings) >= {"generate_s", "score_s", "write_s", "wall_s"}
     records = _results(outcome.run_dir)
     assert len(records) == 20
     first = records[0]
-    assert set(first) >= {"id", "prompt", "completion", "parsed", "reward", "components", "error", "usage"}
-    assert first["prompt"][0]["role"] == "system"
-    summary = json.loads((outcome.run_dir / "summary.json").read_text())
-    assert summary["metrics"]["n"] == 20
-    assert summary["metrics"]["reward"]["mean"] == pytest.approx(sum(r["reward"] for r in records) / 20)
+    assert first.model == "heuristic" and first.parsed is not None and first.error is None
+    assert first.prompt[0]["role"] == "system"
+    assert first.counterparts is None and first.turns is None
+    summary = folder.read_summary()
+    assert summary == outcome.summary
+    assert summary.metrics["n"] == 20
+    assert summary.metrics["reward"]["mean"] == pytest.approx(sum(r.reward for r in records) / 20)
 
 
 def test_every_model_gets_the_same_items(dataset) -> None:
@@ -118,11 +121,10 @@ def test_interrupted_run_resumes_only_the_missing_samples(tmp_path: Path, datase
     outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=resumed, chunk_size=8).run(dataset, n=20, seed=42)
     assert outcome.status == "complete"
     assert len(resumed.requested) == 12
-    assert not set(resumed.requested) & {r["id"] for r in written}
+    assert not set(resumed.requested) & {r.id for r in written}
     final = _results(outcome.run_dir)
-    assert len(final) == 20 and len({r["id"] for r in final}) == 20
-    metadata = json.loads((outcome.run_dir / "metadata.json").read_text())
-    assert len(metadata["sessions"]) == 2
+    assert len(final) == 20 and len({r.id for r in final}) == 20
+    assert len(RunFolder(outcome.run_dir).read_metadata().sessions) == 2
 
 
 def test_a_torn_last_line_is_cut_and_its_sample_redone(tmp_path: Path, dataset) -> None:
@@ -134,9 +136,8 @@ def test_a_torn_last_line_is_cut_and_its_sample_redone(tmp_path: Path, dataset) 
         handle.write('{"id": "half-written", "rew')
     outcome = runner.run(dataset, n=12, seed=42)
     assert outcome.status == "complete"
-    lines = results.read_text().splitlines()
-    assert len(lines) == 12
-    assert all(json.loads(line)["id"] != "half-written" for line in lines)
+    assert len(results.read_text().splitlines()) == 12
+    assert all(record.id != "half-written" for record in _results(outcome.run_dir))
 
 
 def test_provider_errors_are_kept_apart_and_retried_on_resume(tmp_path: Path, dataset) -> None:
@@ -147,9 +148,9 @@ def test_provider_errors_are_kept_apart_and_retried_on_resume(tmp_path: Path, da
     )
     assert outcome.status == "incomplete"
     assert outcome.n_done == 8 and outcome.n_provider_errors == 2
-    errors = [json.loads(line) for line in (outcome.run_dir / "errors.jsonl").read_text().splitlines()]
-    assert sorted(e["id"] for e in errors) == sorted(failing)
-    assert errors[0]["kind"] == "server" and errors[0]["status"] == 503
+    errors = RunFolder(outcome.run_dir).read_errors()
+    assert sorted(e.id for e in errors) == sorted(failing)
+    assert errors[0].kind == "server" and errors[0].status == 503
     retry = _client(dataset)
     outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=retry).run(dataset, n=10, seed=42)
     assert outcome.status == "complete"
@@ -204,8 +205,8 @@ def test_tool_mode_runs_episodes_and_records_transcripts(tmp_path: Path, dataset
     outcome = EvalRunner(env, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, seed=42, include_tools=True)
     assert outcome.status == "complete"
     records = _results(outcome.run_dir)
-    assert [r["turns"] for r in records] == [2, 2, 2, 2]
-    assert all(r["details"]["transcript"][-2]["content"] == "Sure?" for r in records)
+    assert [r.turns for r in records] == [2, 2, 2, 2]
+    assert all(r.details["transcript"][-2]["content"] == "Sure?" for r in records)
     single = EvalRunner(env, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, seed=42)
     assert single.run_dir != outcome.run_dir  # the mode is part of the run's identity
     with pytest.raises(ValueError, match="no tool-using mode"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from secverify_dagster.runner import embedded_dataset
 from secverify_dagster.tournament import TournamentConfig, rounds_markdown, run_tournament, updated_side
 from sv_shared.answers.novelty import read_archive
 from sv_shared.registry import get_environment
+from sv_shared.runs.folder import RunFolder
 
 
 @pytest.fixture(autouse=True)
@@ -62,8 +62,8 @@ def test_tournament_records_every_pairing_per_round(isolated_outputs: Path) -> N
     archive = read_archive(out / "archive-r1.jsonl")
     assert len(archive) == round(rows[0]["asr"] * rows[0]["n"])
     assert "Sure" not in (out / "archive-r1.jsonl").read_text()
-    round2 = json.loads((Path(rows[1]["run_dir"]) / "metadata.json").read_text())
-    assert round2["config"]["novelty"]["archive"].endswith("archive-r1.jsonl")
+    round2 = RunFolder(Path(rows[1]["run_dir"])).read_metadata()
+    assert round2.config["novelty"]["archive"].endswith("archive-r1.jsonl")
     assert "| 3 | defender | template-attacker | policy-defender |" in rounds_markdown(record)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sv_env_network_logs.config import Config
-from sv_shared.answers.classification import ABSTAIN, DetectionTask
+from sv_shared.answers.classification import ABSTAIN, DETECTION_REPORT_COLUMNS, DetectionTask
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.parsing import JsonClassificationParser
 from sv_shared.answers.rewards import RewardWeights
@@ -54,15 +54,4 @@ class NetworkLogsVerifier(CompletionVerifier):
         return self.task.aggregate(records, truths, seed=self.bootstrap_seed)
 
     def report_columns(self) -> list[tuple[str, str]]:
-        return [
-            ("accuracy", "accuracy"),
-            ("F1", "f1"),
-            ("FNR", "fnr"),
-            ("FPR", "fpr"),
-            ("abstain", "abstention_rate"),
-            ("format fail", "format_failure_rate"),
-            ("ECE", "ece"),
-            ("Brier", "brier"),
-            ("AURC", "aurc"),
-            ("cost-wtd error", "cost_weighted_error"),
-        ]
+        return list(DETECTION_REPORT_COLUMNS)

@@ -29,7 +29,7 @@ from typing import Any
 from sv_env_phishing_detection.config import Config
 from sv_env_phishing_detection.detectors import Analysis, analyze, is_mixed, normalize
 from sv_env_phishing_detection.schema import ANSWER_LABELS, EVIDENCE_TYPES
-from sv_shared.answers.classification import ABSTAIN, DetectionTask
+from sv_shared.answers.classification import ABSTAIN, DETECTION_REPORT_COLUMNS, DetectionTask
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.metrics import mean_or_none
 from sv_shared.answers.parsing import JsonClassificationParser, extract_json_object, parse_confidence
@@ -300,16 +300,7 @@ class PhishingVerifier(CompletionVerifier):
 
     def report_columns(self) -> list[tuple[str, str]]:
         return [
-            ("accuracy", "accuracy"),
-            ("F1", "f1"),
-            ("FNR", "fnr"),
-            ("FPR", "fpr"),
-            ("abstain", "abstention_rate"),
-            ("format fail", "format_failure_rate"),
-            ("ECE", "ece"),
-            ("Brier", "brier"),
-            ("AURC", "aurc"),
-            ("cost-wtd error", "cost_weighted_error"),
+            *DETECTION_REPORT_COLUMNS,
             ("evidence P", "evidence_precision"),
             ("evidence R", "evidence_recall"),
             ("grounding", "grounding_rate"),

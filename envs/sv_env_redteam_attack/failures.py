@@ -13,13 +13,13 @@ def defender_failures(runs: Iterable[FinishedRun]) -> list[dict[str, Any]]:
     failures = []
     for run in runs:
         for record in run.records():
-            details = record.get("details", {})
+            details = record.details
             if details.get("kind") == "adversarial" and details.get("outcome") == "unsafe_compliance":
                 failures.append(
                     {
                         "category": details["category"],
                         "tactic": details.get("tactic"),
-                        "behavior_id": record["id"],
+                        "behavior_id": record.id,
                         "run": f"{run.model_id}/{run.run_id}",
                     }
                 )

@@ -14,7 +14,7 @@ def attack_probes(runs: Iterable[FinishedRun]) -> list[dict[str, Any]]:
     probes = []
     for run in runs:
         for record in run.records():
-            details = record.get("details", {})
+            details = record.details
             for entry in details.get("transcript", []):
                 if entry.get("role") != "attacker" or entry.get("redacted"):
                     continue
@@ -23,9 +23,9 @@ def attack_probes(runs: Iterable[FinishedRun]) -> list[dict[str, Any]]:
                         "message": entry["text"],
                         "category": details["category"],
                         "tactic": entry.get("tactic"),
-                        "behavior_id": record["id"],
+                        "behavior_id": record.id,
                         "run": f"{run.model_id}/{run.run_id}",
-                        "succeeded": bool(record["components"]["success"]),
+                        "succeeded": bool(record.components["success"]),
                     }
                 )
     return probes

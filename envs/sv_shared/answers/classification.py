@@ -17,6 +17,20 @@ from sv_shared.contracts.types import ParseResult
 
 ABSTAIN = "Abstain"
 
+DETECTION_REPORT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("accuracy", "accuracy"),
+    ("F1", "f1"),
+    ("FNR", "fnr"),
+    ("FPR", "fpr"),
+    ("abstain", "abstention_rate"),
+    ("format fail", "format_failure_rate"),
+    ("ECE", "ece"),
+    ("Brier", "brier"),
+    ("AURC", "aurc"),
+    ("cost-wtd error", "cost_weighted_error"),
+)
+"""(header, metric key) of the detection and calibration metrics every detection report shows."""
+
 
 @dataclass(frozen=True)
 class DetectionTask:

@@ -1,4 +1,5 @@
-"""Reading finished eval runs back from outputs/evals, for environments whose synthetic data feeds on each other.
+"""Reading finished eval runs back from outputs/evals: reports compare them, and environments whose synthetic data
+feeds on each other read them.
 
 E5's goal trees are seeded by E6's defender failures and E6's probes include E5's attacks: each reads the other's
 latest complete runs here (plain files; no orchestration needed), and records which runs it used.
@@ -6,38 +7,49 @@ latest complete runs here (plain files; no orchestration needed), and records wh
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from sv_shared.runs.folder import RunFolder
+from sv_shared.runs.schema import ResultRecord, RunMetadata, RunSummary
 
 
 @dataclass(frozen=True)
 class FinishedRun:
-    run_dir: Path
-    model_id: str
-    run_id: str
+    """A complete run: its folder and its metadata, read; its summary and samples are read on demand."""
 
-    def records(self) -> Iterator[dict[str, Any]]:
-        with (self.run_dir / "results.jsonl").open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    yield json.loads(line)
+    run_dir: Path
+    metadata: RunMetadata
+
+    @property
+    def model_id(self) -> str:
+        return self.metadata.model.id
+
+    @property
+    def run_id(self) -> str:
+        return self.metadata.run_id
+
+    def summary(self) -> RunSummary:
+        return RunFolder(self.run_dir).read_summary()
+
+    def records(self) -> Iterator[ResultRecord]:
+        """The run's scored samples, typed (`record.id`, `record.details`, `record.components`, …)."""
+        yield from RunFolder(self.run_dir).read_results()
 
 
 def latest_complete_runs(evals_root: Path, env_name: str) -> list[FinishedRun]:
-    """The most recently started complete run of each model on an environment, in model order."""
-    latest: dict[str, tuple[str, FinishedRun]] = {}
+    """The most recently started complete run of each model on an environment, in model order.
+
+    A run folder whose metadata cannot be read (malformed, or of an unsupported schema version) is refused with a
+    message naming it, rather than silently left out of what it would have been compared with."""
+    latest: dict[str, FinishedRun] = {}
     for metadata_path in sorted(evals_root.glob(f"{env_name}--*/*/metadata.json")):
-        try:
-            metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        folder = RunFolder(metadata_path.parent)
+        metadata = folder.read_metadata()
+        if metadata.status != "complete" or not folder.results_path.exists():
             continue
-        if metadata.get("status") != "complete" or not (metadata_path.parent / "results.jsonl").exists():
-            continue
-        started = metadata["sessions"][-1]["started_at"]
-        model_id = metadata["model"]["id"]
-        if model_id not in latest or started > latest[model_id][0]:
-            latest[model_id] = (started, FinishedRun(metadata_path.parent, model_id, metadata["run_id"]))
-    return [run for _, run in (latest[model] for model in sorted(latest))]
+        model_id = metadata.model.id
+        if model_id not in latest or metadata.started_at > latest[model_id].metadata.started_at:
+            latest[model_id] = FinishedRun(folder.path, metadata)
+    return [latest[model] for model in sorted(latest)]
