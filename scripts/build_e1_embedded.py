@@ -7,20 +7,23 @@ benign bulk uploads, infected hosts that also resolve names and sync clocks, slo
 exfiltration and HTTP floods that look like ordinary sessions. Addresses are private (RFC 1918) or
 documentation (RFC 5737) ranges: data only.
 
+Unlike the other corpora, E1 has no hand-written source data: the scenario scripts below are its source. Each
+draws from one seeded random stream in a fixed order, so the order of the draws, not a table, fixes the bytes.
+
     python scripts/build_e1_embedded.py           # rewrite the file
     python scripts/build_e1_embedded.py --check   # exit 1 if the file differs from what this script writes
 """
 
 from __future__ import annotations
 
-import argparse
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from sv_shared.data.embedded import check_or_write
+from sv_shared.data.embedded import build_main
 
 SEED = 20190101
 START_TS = 1_546_329_600.0  # 2019-01-01 08:00:00 UTC
@@ -722,12 +725,13 @@ def render(seed: int = SEED) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, default=OUTPUT)
-    parser.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
-    args = parser.parse_args(argv)
-    return check_or_write({args.output: render()}, check=args.check, script="scripts/build_e1_embedded.py")
+def files() -> dict[Path, str]:
+    """The shipped file and its contents."""
+    return {OUTPUT: render()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return build_main(__doc__, files, script="scripts/build_e1_embedded.py", argv=argv)
 
 
 if __name__ == "__main__":

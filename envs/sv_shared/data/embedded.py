@@ -1,8 +1,9 @@
 """Writing the shipped embedded corpora: deterministic JSON lines, and the build scripts' shared last step.
 
-Every scripts/build_*.py renders its files in memory and hands them to check_or_write (most through build_main),
-which either writes them or (with --check) compares them byte for byte with the shipped files, so writing and
-checking cannot disagree on what "up to date" means.
+Every scripts/build_*.py renders its files in memory from its source data (scripts/corpus_sources/, or for E2 the
+shipped files themselves) and hands them to check_or_write, through build_main or, for all corpora at once,
+scripts/render_corpora.py. check_or_write either writes them or (with --check) compares them byte for byte with
+the shipped files, so writing and checking cannot disagree on what "up to date" means.
 """
 
 from __future__ import annotations
