@@ -6,9 +6,10 @@ import dagster as dg
 
 from secverify_dagster.assets.checks import build_dataset_checks
 from secverify_dagster.assets.corpora import build_corpus_assets
-from secverify_dagster.assets.evals import eval_results
-from secverify_dagster.assets.redteam import JUDGE_VALIDATION, TOURNAMENT, judge_validation, tournament
-from secverify_dagster.assets.reports import build_report_asset, report_key
+from secverify_dagster.assets.evals import build_eval_asset
+from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, report_key
+from secverify_dagster.assets.redteam import judge_validation, tournament
+from secverify_dagster.assets.reports import build_report_asset
 from secverify_dagster.jobs import data_job, eval_job, report_job
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.schedules import biweekly_full_eval, biweekly_tournament, weekly_sweep
@@ -43,7 +44,7 @@ monthly_report = dg.ScheduleDefinition(
 defs = dg.Definitions(
     assets=[
         *(asset for env in ENVIRONMENTS for asset in build_corpus_assets(env)),
-        eval_results,
+        *(build_eval_asset(env) for env in ENVIRONMENTS),
         judge_validation,
         tournament,
         *(build_report_asset(env) for env in ENVIRONMENTS),

@@ -1,13 +1,16 @@
-"""Jobs: each environment's data lineage, the partitioned eval job, and the report jobs."""
+"""Jobs: each environment's data lineage, the eval job over every environment's evals, and the report jobs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import dagster as dg
 
-from secverify_dagster.assets.corpora import curated_key, raw_key, synthetic_key
-from secverify_dagster.assets.evals import EVAL_RESULTS
-from secverify_dagster.assets.reports import report_key
-from secverify_dagster.partitions import eval_partitions
+from secverify_dagster.assets.evals import eval_run_config
+from secverify_dagster.assets.keys import curated_key, eval_key, raw_key, report_key, synthetic_key
+from secverify_dagster.partitions import models_partitions
+from sv_shared.registry import implemented_env_ids
 
 
 def data_job(env_id: str, sources: list[str]) -> dg.UnresolvedAssetJobDefinition:
@@ -22,10 +25,24 @@ def data_job(env_id: str, sources: list[str]) -> dg.UnresolvedAssetJobDefinition
 
 eval_job = dg.define_asset_job(
     "eval_job",
-    selection=dg.AssetSelection.assets(EVAL_RESULTS),
-    partitions_def=eval_partitions,
-    description="One model on one environment (a partition env|model); backfill it to sweep models × envs.",
+    selection=dg.AssetSelection.assets(*(eval_key(env_id) for env_id in implemented_env_ids())),
+    partitions_def=models_partitions,
+    description="Models (partitions) on environments (each one's eval_results asset): select one environment's "
+    "asset to run one model there, or backfill partitions to sweep models × environments.",
 )
+
+
+def eval_run_request(
+    env_id: str, model_id: str, *, run_key: str, tags: Mapping[str, str], config: Mapping[str, Any] | None = None
+) -> dg.RunRequest:
+    """One model on one environment: eval_job on the model's partition, selecting only that environment's evals."""
+    return dg.RunRequest(
+        run_key=run_key,
+        partition_key=model_id,
+        asset_selection=[eval_key(env_id)],
+        run_config=eval_run_config(env_id, config) if config else {},
+        tags=dict(tags),
+    )
 
 
 def report_job(env_id: str) -> dg.UnresolvedAssetJobDefinition:

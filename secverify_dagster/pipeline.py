@@ -11,8 +11,10 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from secverify_dagster.assets.evals import eval_run_config
+from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.models import load_registry, reachability
 from sv_shared.config import outputs_dir
 from sv_shared.registry import get_environment
@@ -57,15 +59,15 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
     failures = 0
     for index, model_id in enumerate(models, start=2):
         status = reachability(registry[model_id], env_id, available_baselines=env.baselines.keys())
-        started = _step(index, total, f"eval_results[{env_id}|{model_id}]")
+        started = _step(index, total, f"{env_id}/eval_results[{model_id}]")
         if not status.ok:
             print(f"      skipped: {status.reason}", flush=True)
             continue
-        run_config = {**_QUIET, "ops": {"eval_results": {"config": {"n": n} if n else {}}}}
         result = eval_job.execute_in_process(
             instance=instance,
-            partition_key=eval_partition_key(env_id, model_id),
-            run_config=run_config,
+            partition_key=model_id,
+            asset_selection=[eval_key(env_id)],
+            run_config={**_QUIET, **eval_run_config(env_id, {"n": n} if n else {})},
             raise_on_error=False,
         )
         detail = ""

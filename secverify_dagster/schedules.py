@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from secverify_dagster.jobs import eval_job
-from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.jobs import eval_job, eval_run_request
+from secverify_dagster.partitions import MODELS_PARTITION
 from sv_shared.registry import implemented_env_ids
 
 WEEKLY_ENVS = ("e1", "e2", "e3", "e4")
@@ -15,12 +15,13 @@ def sweep_requests(
     """An eval run per (environment, registered model) for the environments implemented in this version."""
     models = sorted(context.instance.get_dynamic_partitions(MODELS_PARTITION))
     stamp = context.scheduled_execution_time.strftime("%Y-%m-%d") if context.scheduled_execution_time else "now"
-    run_config = {"ops": {"eval_results": {"config": {"n": n, "seed": 42}}}} if n else {}
+    config = {"n": n, "seed": 42} if n else None
     return [
-        dg.RunRequest(
+        eval_run_request(
+            env_id,
+            model_id,
             run_key=f"{tag}:{stamp}:{env_id}:{model_id}",
-            partition_key=eval_partition_key(env_id, model_id),
-            run_config=run_config,
+            config=config,
             tags={"secverify/cadence": tag},
         )
         for env_id in env_ids

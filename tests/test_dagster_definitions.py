@@ -1,24 +1,36 @@
-"""The Dagster graph loads, and the sensor and schedules plan the runs the seed's cadences ask for."""
+"""The Dagster graph loads with per-environment lineage, and the sensor and schedules plan the seed's cadences."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import dagster as dg
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 
+from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, curated_key, eval_key, report_key, synthetic_key
 from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
-from sv_shared.registry import implemented_env_ids
+from sv_shared.registry import ENV_IDS, implemented_env_ids
+
+GRAPH = defs.resolve_asset_graph()
+
+
+def _env_of(key: dg.AssetKey) -> str | None:
+    return key.path[0] if key.path[0] in ENV_IDS else None
+
+
+def _upstream(key: dg.AssetKey) -> set[dg.AssetKey]:
+    return set(dg.AssetSelection.assets(key).upstream().resolve(GRAPH)) - {key}
 
 
 def test_definitions_load_and_validate() -> None:
     dg.Definitions.validate_loadable(defs)
-    graph = defs.resolve_asset_graph()
-    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    keys = {key.to_user_string() for key in GRAPH.get_all_asset_keys()}
     assert {
         "e1/raw_embedded",
         "e1/raw_iot23",
@@ -26,14 +38,85 @@ def test_definitions_load_and_validate() -> None:
         "e1/raw_unswnb15",
         "e1/curated_splits",
         "e1/synthetic",
-        "eval_results",
+        "e1/eval_results",
         "e1/report",
     } <= keys
-    assert dg.AssetKey(["e1", "curated_splits"]) in graph.get(dg.AssetKey("eval_results")).parent_keys
-    checks = {key.name for key in graph.asset_check_keys}
+    assert "eval_results" not in keys
+    for env_id in implemented_env_ids():
+        node = GRAPH.get(eval_key(env_id))
+        assert node.parent_keys == {curated_key(env_id)}
+        assert node.group_name == env_id
+        assert node.partitions_def == dg.DynamicPartitionsDefinition(name=MODELS_PARTITION)
+    checks = {key.name for key in GRAPH.asset_check_keys}
     assert {"schema", "label_balance", "no_duplicates"} <= checks
     for job in ("e1_data_job", "eval_job", "e1_report_job", "reports_job"):
         assert defs.resolve_job_def(job) is not None
+    assert set(defs.resolve_job_def("eval_job").asset_layer.executable_asset_keys) == {
+        eval_key(env_id) for env_id in implemented_env_ids()
+    }
+
+
+def test_evals_and_reports_read_only_their_own_environment() -> None:
+    for env_id in implemented_env_ids():
+        assert {_env_of(key) for key in _upstream(eval_key(env_id))} == {env_id}
+    for env_id in ("e1", "e2", "e3", "e4"):
+        assert {_env_of(key) for key in _upstream(report_key(env_id))} == {env_id}
+        assert GRAPH.get(report_key(env_id)).parent_keys == {eval_key(env_id)}
+        # Re-curating one of them reaches only its own synthetic set, evals and report.
+        downstream = dg.AssetSelection.assets(curated_key(env_id)).downstream().resolve(GRAPH)
+        assert downstream == {curated_key(env_id), synthetic_key(env_id), eval_key(env_id), report_key(env_id)}
+    # Dialogue reports also show the latest tournament (its rounds are E5 dialogues).
+    assert GRAPH.get(report_key("e5")).parent_keys == {eval_key("e5"), TOURNAMENT}
+    assert GRAPH.get(report_key("e6")).parent_keys == {eval_key("e6"), TOURNAMENT}
+
+
+def test_the_only_edges_between_environments_are_the_declared_red_team_feedback() -> None:
+    crossing = {
+        (parent.to_user_string(), key.to_user_string())
+        for key in GRAPH.get_all_asset_keys()
+        for parent in GRAPH.get(key).parent_keys
+        if _env_of(key) and _env_of(parent) and _env_of(key) != _env_of(parent)
+    }
+    assert crossing == {("e6/eval_results", "e5/synthetic"), ("e5/eval_results", "e6/synthetic")}
+    # The tournament's rounds are stored as E5 eval runs, which E6's synthetic set reads with the others.
+    assert GRAPH.get(synthetic_key("e6")).parent_keys == {curated_key("e6"), eval_key("e5"), TOURNAMENT}
+    assert GRAPH.get(synthetic_key("e5")).parent_keys == {curated_key("e5"), eval_key("e6")}
+
+
+def _stale_status(instance: dg.DagsterInstance) -> CachingStaleStatusResolver:
+    """Dagster's own staleness resolver (the one behind the UI's "stale" badges)."""
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=datetime.now(UTC), last_event_id=None),
+        instance=instance,
+        asset_graph=GRAPH,
+    )
+    return CachingStaleStatusResolver(instance=instance, asset_graph=GRAPH, loading_context=view)
+
+
+def test_recurating_e1_leaves_e4_evals_and_report_fresh() -> None:
+    models = ["heuristic", "phish-rules"]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION, models)
+
+        def materialized(key: dg.AssetKey, partition: str | None = None) -> None:
+            instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=partition))
+
+        for env_id in ("e1", "e4"):
+            materialized(curated_key(env_id))
+            for model_id in models:
+                materialized(eval_key(env_id), model_id)
+            materialized(report_key(env_id))
+        before = _stale_status(instance)
+        assert before.get_status(eval_key("e4"), "phish-rules") == StaleStatus.FRESH
+        assert before.get_status(eval_key("e1"), "heuristic") == StaleStatus.FRESH
+
+        materialized(curated_key("e1"))
+        after = _stale_status(instance)
+        assert {after.get_status(eval_key("e1"), model_id) for model_id in models} == {StaleStatus.STALE}
+        (cause,) = after.get_stale_causes(eval_key("e1"), "heuristic")
+        assert cause.dependency.asset_key == curated_key("e1")
+        assert {after.get_status(eval_key("e4"), model_id) for model_id in models} == {StaleStatus.FRESH}
+        assert after.get_status(report_key("e4")) == StaleStatus.FRESH
 
 
 def test_new_model_sensor_adds_partitions_and_backfills_every_environment() -> None:
@@ -44,11 +127,9 @@ def test_new_model_sensor_adds_partitions_and_backfills_every_environment() -> N
         registry = set(load_registry())
         (request,) = result.dynamic_partitions_requests
         assert set(request.partition_keys) == registry - {"heuristic"}
-        backfilled = {
-            (r.partition_key.keys_by_dimension["env"], r.partition_key.keys_by_dimension["model"])
-            for r in result.run_requests
-        }
+        backfilled = {(r.asset_selection[0].path[0], r.partition_key) for r in result.run_requests}
         assert backfilled == {(env, model) for env in implemented_env_ids() for model in registry - {"heuristic"}}
+        assert all(r.asset_selection == [eval_key(r.asset_selection[0].path[0])] for r in result.run_requests)
 
         instance.add_dynamic_partitions(MODELS_PARTITION, sorted(registry))
         again = new_model_sensor(
@@ -62,14 +143,17 @@ def test_weekly_sweep_uses_n_10_and_biweekly_skips_odd_weeks() -> None:
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct"])
         monday = datetime(2026, 11, 23, 6, tzinfo=UTC)  # ISO week 48
         requests = weekly_sweep(dg.build_schedule_context(instance=instance, scheduled_execution_time=monday))
-        assert {r.partition_key.keys_by_dimension["model"] for r in requests} == {"heuristic", "smollm2-135m-instruct"}
-        assert {r.partition_key.keys_by_dimension["env"] for r in requests} == set(implemented_env_ids()) & {
-            "e1",
-            "e2",
-            "e3",
-            "e4",
-        }
-        assert all(r.run_config["ops"]["eval_results"]["config"]["n"] == 10 for r in requests)
+        assert {r.partition_key for r in requests} == {"heuristic", "smollm2-135m-instruct"}
+        swept = {key for r in requests for key in r.asset_selection}
+        assert swept == {eval_key(env_id) for env_id in set(implemented_env_ids()) & {"e1", "e2", "e3", "e4"}}
+        assert all(
+            r.run_config["ops"][f"{r.asset_selection[0].path[0]}__eval_results"]["config"]["n"] == 10 for r in requests
+        )
+        eval_job = defs.resolve_job_def("eval_job")
+        for request in requests:  # what the daemon launches: the job narrowed to the request's asset, its config
+            dg.validate_run_config(
+                eval_job.get_subset(asset_selection=set(request.asset_selection)), request.run_config
+            )
         even = biweekly_full_eval(dg.build_schedule_context(instance=instance, scheduled_execution_time=monday))
         assert len(even) == 2 * len(implemented_env_ids())
         odd = biweekly_full_eval(
@@ -81,12 +165,11 @@ def test_weekly_sweep_uses_n_10_and_biweekly_skips_odd_weeks() -> None:
 def test_red_team_assets_jobs_and_tournament_schedule() -> None:
     from secverify_dagster.schedules import biweekly_tournament
 
-    graph = defs.resolve_asset_graph()
-    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    keys = {key.to_user_string() for key in GRAPH.get_all_asset_keys()}
     assert {"e5/raw_jbb", "e5/raw_harmbench", "e5/curated_splits", "e6/raw_jbb", "e6/synthetic"} <= keys
     assert {"judges/validation", "redteam/tournament", "e5/report", "e6/report"} <= keys
-    parents = graph.get(dg.AssetKey(["redteam", "tournament"])).parent_keys
-    assert {dg.AssetKey(["judges", "validation"]), dg.AssetKey(["e5", "curated_splits"])} <= parents
+    # It plays its own E5 dialogues: it reads E5's curated split and the judges' measured error, no eval asset.
+    assert GRAPH.get(TOURNAMENT).parent_keys == {JUDGE_VALIDATION, curated_key("e5")}
     assert defs.resolve_job_def("tournament_job") is not None
     with dg.instance_for_test() as instance:
         even = datetime(2026, 11, 25, 2, tzinfo=UTC)  # ISO week 48

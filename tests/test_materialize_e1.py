@@ -9,8 +9,9 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.partitions import MODELS_PARTITION
 
 
 @pytest.fixture()
@@ -39,9 +40,12 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
 
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "gpt-5"])
         evals = defs.resolve_job_def("eval_job")
-        result = evals.execute_in_process(instance=instance, partition_key=eval_partition_key("e1", "heuristic"))
+        result = evals.execute_in_process(
+            instance=instance, partition_key="heuristic", asset_selection=[eval_key("e1")]
+        )
         assert result.success
         (materialization,) = result.get_asset_materialization_events()
+        assert (materialization.asset_key, materialization.partition) == (eval_key("e1"), "heuristic")
         run_dir = Path(materialization.materialization.metadata["run_dir"].value)
         assert run_dir.is_relative_to(outputs / "evals" / "sv-env-network-logs--heuristic")
         assert (run_dir / "results.jsonl").read_text().count("\n") == materialization.materialization.metadata[
@@ -49,7 +53,7 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         ].value
 
         # A model without its key is skipped: the run succeeds and nothing is materialized or scored.
-        skipped = evals.execute_in_process(instance=instance, partition_key=eval_partition_key("e1", "gpt-5"))
+        skipped = evals.execute_in_process(instance=instance, partition_key="gpt-5", asset_selection=[eval_key("e1")])
         assert skipped.success
         assert not skipped.get_asset_materialization_events()
         assert not (outputs / "evals" / "sv-env-network-logs--gpt-5").exists()
@@ -68,7 +72,7 @@ def test_a_baseline_of_another_environment_is_skipped_with_its_reason(outputs: P
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])
         result = defs.resolve_job_def("eval_job").execute_in_process(
-            instance=instance, partition_key=eval_partition_key("e6", "heuristic")
+            instance=instance, partition_key="heuristic", asset_selection=[eval_key("e6")]
         )
         assert result.success and not result.get_asset_materialization_events()
         (observation,) = [

@@ -5,8 +5,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.partitions import MODELS_PARTITION
 
 
 @pytest.mark.slow
@@ -20,7 +21,7 @@ def test_e2_lineage_eval_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
         instance.add_dynamic_partitions(MODELS_PARTITION, ["tool-oracle"])
         result = defs.resolve_job_def("eval_job").execute_in_process(
-            instance=instance, partition_key=eval_partition_key("e2", "tool-oracle")
+            instance=instance, partition_key="tool-oracle", asset_selection=[eval_key("e2")]
         )
         assert result.success
         (event,) = result.get_asset_materialization_events()

@@ -5,8 +5,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.partitions import MODELS_PARTITION
 
 
 def test_e4_lineage_eval_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -19,7 +20,7 @@ def test_e4_lineage_eval_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
         instance.add_dynamic_partitions(MODELS_PARTITION, ["phish-rules"])
         result = defs.resolve_job_def("eval_job").execute_in_process(
-            instance=instance, partition_key=eval_partition_key("e4", "phish-rules")
+            instance=instance, partition_key="phish-rules", asset_selection=[eval_key("e4")]
         )
         assert result.success
         (event,) = result.get_asset_materialization_events()

@@ -1,12 +1,14 @@
 """E5/E6 through Dagster: data lineage with checks, dialogue partitions, judge validation, tournament, reports."""
 
+import json
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from secverify_dagster.assets.keys import eval_key, synthetic_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.partitions import MODELS_PARTITION
 
 
 def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,8 +23,11 @@ def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, mo
         instance.add_dynamic_partitions(MODELS_PARTITION, ["template-attacker", "policy-defender"])
         attack = defs.resolve_job_def("eval_job").execute_in_process(
             instance=instance,
-            partition_key=eval_partition_key("e5", "template-attacker"),
-            run_config={"ops": {"eval_results": {"config": {"n": 6, "counterparts": {"target": "naive-complier"}}}}},
+            partition_key="template-attacker",
+            asset_selection=[eval_key("e5")],
+            run_config={
+                "ops": {"e5__eval_results": {"config": {"n": 6, "counterparts": {"target": "naive-complier"}}}}
+            },
         )
         assert attack.success
         (event,) = attack.get_asset_materialization_events()
@@ -31,10 +36,34 @@ def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, mo
 
         defense = defs.resolve_job_def("eval_job").execute_in_process(
             instance=instance,
-            partition_key=eval_partition_key("e6", "policy-defender"),
-            run_config={"ops": {"eval_results": {"config": {"n": 8}}}},
+            partition_key="policy-defender",
+            asset_selection=[eval_key("e6")],
+            run_config={"ops": {"e6__eval_results": {"config": {"n": 8}}}},
         )
         assert defense.success
+        (defense_event,) = defense.get_asset_materialization_events()
+
+        # Each synthetic set is seeded by the other environment's finished runs, and says which ones.
+        resynthesized = dg.materialize(
+            [asset for asset in defs.assets if isinstance(asset, dg.AssetsDefinition)],
+            selection=[synthetic_key("e5"), synthetic_key("e6")],
+            instance=instance,
+            resources=defs.resources,
+        )
+        feedback = {
+            e.asset_key.to_user_string(): e.materialization.metadata["feedback_runs"].value
+            for e in resynthesized.get_asset_materialization_events()
+        }
+        assert feedback["e5/synthetic"] == {
+            "env": "e6",
+            "runs": [{"model": "policy-defender", "run_id": defense_event.materialization.metadata["run_id"].value}],
+        }
+        assert feedback["e6/synthetic"] == {
+            "env": "e5",
+            "runs": [{"model": "template-attacker", "run_id": meta["run_id"].value}],
+        }
+        (provenance_path,) = (tmp_path / "datasets" / "e6" / "synthetic").glob("*/synthetic.metadata.json")
+        assert json.loads(provenance_path.read_text())["feedback"] == feedback["e6/synthetic"]
 
         redteam = defs.resolve_job_def("tournament_job").execute_in_process(
             instance=instance,

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-QUERY = "{ assetNodes { assetKey { path } } }"
+QUERY = "{ assetNodes { assetKey { path } dependencyKeys { path } } }"
 
 
 def _free_port() -> int:
@@ -44,8 +44,14 @@ def test_webserver_serves_the_lineage(tmp_path: Path) -> None:
             except (httpx.HTTPError, KeyError, TypeError, ValueError):
                 time.sleep(1)
         assert nodes is not None, "webserver did not answer within 90 s"
-        keys = {"/".join(node["assetKey"]["path"]) for node in nodes}
-        assert {"e1/raw_embedded", "e1/curated_splits", "e1/synthetic", "eval_results", "e1/report"} <= keys
+        parents = {
+            "/".join(node["assetKey"]["path"]): {"/".join(dep["path"]) for dep in node["dependencyKeys"]}
+            for node in nodes
+        }
+        assert {"e1/raw_embedded", "e1/curated_splits", "e1/synthetic", "e1/eval_results", "e1/report"} <= set(parents)
+        # The UI's lineage: per-environment evals, and the E5 <-> E6 feedback as declared edges.
+        assert parents["e4/eval_results"] == {"e4/curated_splits"}
+        assert "e6/eval_results" in parents["e5/synthetic"] and "e5/eval_results" in parents["e6/synthetic"]
     finally:
         server.terminate()
         try:

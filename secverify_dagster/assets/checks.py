@@ -6,7 +6,8 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from secverify_dagster.assets.corpora import SPLITS, curated_key, synthetic_key
+from secverify_dagster.assets.corpora import SPLITS
+from secverify_dagster.assets.keys import curated_key, synthetic_key
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset, value_counts

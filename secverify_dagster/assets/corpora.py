@@ -3,29 +3,22 @@
 Built by a factory over the environment contract, so each environment gets the same lineage and checks.
 """
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 import polars as pl
 
+from secverify_dagster.assets.keys import curated_key, eval_run_writers, raw_key, synthetic_key
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset, value_counts, write_dataset
 from sv_shared.data.hashing import frame_hash
+from sv_shared.registry import ENV_NAMES
+from sv_shared.runs.records import FinishedRun, latest_complete_runs
 
 SPLITS = ("train", "dev", "test")
-
-
-def raw_key(env_id: str, source: str) -> dg.AssetKey:
-    return dg.AssetKey([env_id, f"raw_{source}"])
-
-
-def curated_key(env_id: str) -> dg.AssetKey:
-    return dg.AssetKey([env_id, "curated_splits"])
-
-
-def synthetic_key(env_id: str) -> dg.AssetKey:
-    return dg.AssetKey([env_id, "synthetic"])
 
 
 def _preview(frame: pl.DataFrame, rows: int = 5) -> dg.MetadataValue:
@@ -134,15 +127,25 @@ class SynthesizeConfig(dg.Config):
     seed: int | None = None
 
 
+def _feedback_record(env_id: str, runs: Sequence[FinishedRun]) -> dict[str, Any]:
+    """Which finished runs seeded a synthetic set: stored in its provenance and shown in the asset's metadata."""
+    return {"env": env_id, "runs": [{"model": run.model_id, "run_id": run.run_id} for run in runs]}
+
+
 def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
     synth_config = env.config.synthetic
+    feedback_env = env.data.feedback_env
+    # A feedback-seeded recipe reads the other environment's latest finished runs: declared, so lineage shows it.
+    feedback_deps = eval_run_writers(feedback_env) if feedback_env else []
+    feedback_text = f", seeded by the latest finished {feedback_env} runs" if feedback_env else ""
 
     @dg.asset(
         key=synthetic_key(env.env_id),
         group_name=env.env_id,
-        deps=[curated_key(env.env_id)],
+        deps=[curated_key(env.env_id), *feedback_deps],
         kinds={"polars", "parquet"},
-        description=f"{env.name}: synthetic items from the seed's recipe, perturbing the curated train split.",
+        description=f"{env.name}: synthetic items from the seed's recipe, perturbing the curated train split"
+        f"{feedback_text}.",
         code_version=env.verifier.version,
     )
     def synthetic(
@@ -151,34 +154,35 @@ def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
         n = config.n or synth_config.n
         seed = config.seed if config.seed is not None else synth_config.seed
         base = read_dataset(artifacts.datasets(env.env_id) / "curated" / "train.parquet")
-        frame = env.data.synthesize(n, seed=seed, base=base)
+        runs = latest_complete_runs(artifacts.evals(), ENV_NAMES[feedback_env]) if feedback_env else []
+        frame = env.data.synthesize(n, seed=seed, base=base, feedback=runs)
+        provenance: dict[str, Any] = {
+            "env": env.env_id,
+            "kind": "synthetic",
+            "n": n,
+            "seed": seed,
+            "base_hash": frame_hash(base),
+            "verifier_version": env.verifier.version,
+            "generators": value_counts(frame, "generator"),
+        }
+        if feedback_env:
+            provenance["feedback"] = _feedback_record(feedback_env, runs)
         date = datetime.now(UTC).strftime("%Y-%m-%d")
         path = artifacts.datasets(env.env_id) / "synthetic" / date / "synthetic.parquet"
-        artifact = write_dataset(
-            frame,
-            path,
-            {
-                "env": env.env_id,
-                "kind": "synthetic",
-                "n": n,
-                "seed": seed,
-                "base_hash": frame_hash(base),
-                "verifier_version": env.verifier.version,
-                "generators": value_counts(frame, "generator"),
-            },
-        )
+        artifact = write_dataset(frame, path, provenance)
         context.log.info(f"synthetic: {artifact.rows} rows → {path}")
-        return dg.MaterializeResult(
-            metadata={
-                "path": dg.MetadataValue.path(str(path)),
-                "rows": artifact.rows,
-                "dataset_hash": artifact.hash,
-                "seed": seed,
-                **_label_metadata(env, frame),
-                "generators": dg.MetadataValue.json(value_counts(frame, "generator")),
-                "preview": _preview(frame),
-            }
-        )
+        metadata: dict[str, dg.RawMetadataValue] = {
+            "path": dg.MetadataValue.path(str(path)),
+            "rows": artifact.rows,
+            "dataset_hash": artifact.hash,
+            "seed": seed,
+            **_label_metadata(env, frame),
+            "generators": dg.MetadataValue.json(value_counts(frame, "generator")),
+        }
+        if feedback_env:
+            metadata["feedback_runs"] = dg.MetadataValue.json(provenance["feedback"])
+        metadata["preview"] = _preview(frame)
+        return dg.MaterializeResult(metadata=metadata)
 
     return synthetic
 

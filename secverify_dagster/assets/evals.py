@@ -1,16 +1,25 @@
-"""eval_results: one environment × one model per partition, written by the eval runner as a run folder."""
+"""Eval assets: one per environment, partitioned by model; each partition is one run folder written by the runner.
+
+An environment's evals read only its own curated splits, so Dagster's lineage and staleness stay per environment.
+"""
+
+from collections.abc import Mapping
+from typing import Any
 
 import dagster as dg
 
-from secverify_dagster.assets.corpora import curated_key
-from secverify_dagster.partitions import eval_partitions
+from secverify_dagster.assets.keys import curated_key, eval_key
+from secverify_dagster.partitions import models_partitions
 from secverify_dagster.reports import metric_value
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
+from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset
-from sv_shared.registry import EnvironmentNotAvailable, get_environment, implemented_env_ids
 
-EVAL_RESULTS = dg.AssetKey("eval_results")
+
+def eval_run_config(env_id: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Run config that sets one environment's EvalConfig (its op is named after the asset key: e1__eval_results)."""
+    return {"ops": {eval_key(env_id).to_python_identifier(): {"config": dict(config)}}}
 
 
 class EvalConfig(dg.Config):
@@ -26,91 +35,94 @@ class EvalConfig(dg.Config):
     """Dialogue environments: the judge spec (local, refusal-detector, llama-guard-3:<id>, llm:<id>)."""
 
 
-def _skip(context: dg.AssetExecutionContext, model_id: str, env_id: str, reason: str | None) -> None:
+def _skip(context: dg.AssetExecutionContext, env: Environment, model_id: str, reason: str | None) -> None:
     """A model (or a counterpart) that cannot run here is skipped with its reason: no materialization, no score."""
-    context.log.warning(f"skipped {model_id} on {env_id}: {reason}")
+    context.log.warning(f"skipped {model_id} on {env.env_id}: {reason}")
     context.log_event(
         dg.AssetObservation(
-            asset_key=EVAL_RESULTS, partition=context.partition_key, metadata={"status": "skipped", "reason": reason}
+            asset_key=eval_key(env.env_id),
+            partition=context.partition_key,
+            metadata={"status": "skipped", "reason": reason},
         )
     )
 
 
-@dg.asset(
-    key=EVAL_RESULTS,
-    partitions_def=eval_partitions,
-    deps=[curated_key(env_id) for env_id in implemented_env_ids()],
-    group_name="evals",
-    kinds={"python"},
-    output_required=False,
-    description="Scored samples of one model on one environment: outputs/evals/<env>--<model>/<run_id>/.",
-)
-def eval_results(
-    context: dg.AssetExecutionContext,
-    config: EvalConfig,
-    models: ModelRegistryResource,
-    artifacts: ArtifactStoreResource,
-):
-    keys = context.partition_key.keys_by_dimension
-    env_id, model_id = keys["env"], keys["model"]
-    try:
-        env = get_environment(env_id)
-    except EnvironmentNotAvailable as error:
-        raise dg.Failure(str(error)) from error
-    spec = models.spec(model_id)
-    reach = models.reachability(model_id, env_id, list(env.baselines))
-    if not reach.ok:
-        _skip(context, model_id, env_id, reach.reason)
-        return
-    path = artifacts.datasets(env_id) / "curated" / f"{config.split}.parquet"
-    dataset = EvalDataset(frame=read_dataset(path), source=str(path), split=config.split)
-    n = config.n or env.config.eval.default_n
+def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
+    env_id = env.env_id
 
-    def progress(done: int, total: int) -> None:
-        context.log.info(f"{env_id} × {model_id}: {done}/{total} samples scored")
+    @dg.asset(
+        key=eval_key(env_id),
+        partitions_def=models_partitions,
+        deps=[curated_key(env_id)],
+        group_name=env_id,
+        kinds={"python"},
+        output_required=False,
+        description=f"{env.name}: scored samples of one model (a partition) on the curated split: "
+        f"outputs/evals/{env.name}--<model>/<run_id>/.",
+    )
+    def eval_results(
+        context: dg.AssetExecutionContext,
+        config: EvalConfig,
+        models: ModelRegistryResource,
+        artifacts: ArtifactStoreResource,
+    ):
+        model_id = context.partition_key
+        spec = models.spec(model_id)
+        reach = models.reachability(model_id, env_id, list(env.baselines))
+        if not reach.ok:
+            _skip(context, env, model_id, reach.reason)
+            return
+        path = artifacts.datasets(env_id) / "curated" / f"{config.split}.parquet"
+        dataset = EvalDataset(frame=read_dataset(path), source=str(path), split=config.split)
+        n = config.n or env.config.eval.default_n
 
-    cache = artifacts.response_cache()
-    try:
-        counterparts = {role: models.spec(model) for role, model in (config.counterparts or {}).items()}
-        runner = EvalRunner(
-            env,
-            spec,
-            evals_root=artifacts.evals(),
-            cache=cache,
-            counterparts=counterparts,
-            judge=config.judge,
-            registry=models.specs(),
-        )
-        outcome = runner.run(dataset, n=n, seed=config.seed, progress=progress, include_tools=config.include_tools)
-    finally:
-        cache.close()
-    if outcome.status == "skipped":
-        _skip(context, model_id, env_id, outcome.reason)
-        return
-    if outcome.status != "complete":
-        raise dg.Failure(
-            f"{env_id} × {model_id}: {outcome.n_done} of {outcome.summary.get('n_items')} samples scored, "
-            f"{outcome.n_provider_errors} provider errors (see {outcome.run_dir}/errors.jsonl); "
-            "re-run to resume the missing samples",
-        )
-    metrics = outcome.summary["metrics"]
-    headline = {
-        key: float(value)
-        for _, key in env.verifier.report_columns()
-        if isinstance(value := metric_value(metrics, key), int | float)
-    }
-    yield dg.MaterializeResult(
-        metadata={
-            "run_dir": dg.MetadataValue.path(str(outcome.run_dir)),
-            "run_id": outcome.metadata["run_id"],
-            "n": metrics["n"],
-            "reward_mean": metrics["reward"]["mean"],
-            **headline,
-            "dataset_hash": outcome.metadata["dataset"]["hash"],
-            "verifier_version": outcome.metadata["verifier_version"],
-            "code_version": outcome.metadata["code_version"],
-            "cost_usd": outcome.metadata["cost_usd"],
-            "tokens": dg.MetadataValue.json(outcome.metadata["usage"]),
-            "timings": dg.MetadataValue.json(outcome.metadata["timings"]),
+        def progress(done: int, total: int) -> None:
+            context.log.info(f"{env_id} × {model_id}: {done}/{total} samples scored")
+
+        cache = artifacts.response_cache()
+        try:
+            counterparts = {role: models.spec(model) for role, model in (config.counterparts or {}).items()}
+            runner = EvalRunner(
+                env,
+                spec,
+                evals_root=artifacts.evals(),
+                cache=cache,
+                counterparts=counterparts,
+                judge=config.judge,
+                registry=models.specs(),
+            )
+            outcome = runner.run(dataset, n=n, seed=config.seed, progress=progress, include_tools=config.include_tools)
+        finally:
+            cache.close()
+        if outcome.status == "skipped":
+            _skip(context, env, model_id, outcome.reason)
+            return
+        if outcome.status != "complete":
+            raise dg.Failure(
+                f"{env_id} × {model_id}: {outcome.n_done} of {outcome.summary.n_items} samples scored, "
+                f"{outcome.n_provider_errors} provider errors (see {outcome.run_dir}/errors.jsonl); "
+                "re-run to resume the missing samples",
+            )
+        metrics = outcome.summary.metrics
+        headline = {
+            key: float(value)
+            for _, key in env.verifier.report_columns()
+            if isinstance(value := metric_value(metrics, key), int | float)
         }
-    )
+        yield dg.MaterializeResult(
+            metadata={
+                "run_dir": dg.MetadataValue.path(str(outcome.run_dir)),
+                "run_id": outcome.metadata.run_id,
+                "n": metrics["n"],
+                "reward_mean": metrics["reward"]["mean"],
+                **headline,
+                "dataset_hash": outcome.metadata.dataset.hash,
+                "verifier_version": outcome.metadata.verifier_version,
+                "code_version": outcome.metadata.code_version,
+                "cost_usd": outcome.metadata.cost_usd,
+                "tokens": dg.MetadataValue.json(outcome.metadata.usage.as_dict()),
+                "timings": dg.MetadataValue.json(outcome.metadata.timings),
+            }
+        )
+
+    return eval_results

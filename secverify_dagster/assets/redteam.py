@@ -4,7 +4,7 @@ import json
 
 import dagster as dg
 
-from secverify_dagster.assets.corpora import curated_key
+from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, TOURNAMENT_ENV, curated_key
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, JudgeModels
 from secverify_dagster.tournament import TournamentConfig, rounds_markdown, run_tournament
@@ -12,8 +12,6 @@ from sv_shared.data.datasets import read_dataset
 from sv_shared.judging.measured import MODEL_FREE_JUDGES, ensure_measurement, measurement_path
 from sv_shared.registry import get_environment
 
-JUDGE_VALIDATION = dg.AssetKey(["judges", "validation"])
-TOURNAMENT = dg.AssetKey(["redteam", "tournament"])
 DEFAULT_ATTACKERS = ("template-attacker", "smollm2-135m-instruct")
 DEFAULT_DEFENDERS = ("policy-defender", "naive-complier", "smollm2-135m-instruct")
 
@@ -87,10 +85,13 @@ class TournamentAssetConfig(dg.Config):
     checkpoints: dict[str, list[str]] | None = None
 
 
+# The tournament plays its own E5 dialogues: it reads E5's curated split and the judges' measured error (every rate
+# is corrected with it), not anyone's eval assets. Its rounds are stored as E5 eval runs, so readers of E5's latest
+# runs list it upstream (keys.eval_run_writers).
 @dg.asset(
     key=TOURNAMENT,
     group_name="redteam",
-    deps=[curated_key("e5"), JUDGE_VALIDATION],
+    deps=[curated_key(TOURNAMENT_ENV), JUDGE_VALIDATION],
     kinds={"python"},
     description="Attackers × defenders over rounds that alternate which side is updated: attack-success rates "
     "(judged and corrected for the judge's error) per pairing and round, and the success curves.",
@@ -101,8 +102,8 @@ def tournament(
     models: ModelRegistryResource,
     artifacts: ArtifactStoreResource,
 ) -> dg.MaterializeResult:
-    env = get_environment("e5")
-    path = artifacts.datasets("e5") / "curated" / f"{config.split}.parquet"
+    env = get_environment(TOURNAMENT_ENV)
+    path = artifacts.datasets(TOURNAMENT_ENV) / "curated" / f"{config.split}.parquet"
     dataset = EvalDataset(frame=read_dataset(path), source=str(path), split=config.split)
     settings = TournamentConfig(
         attackers=list(config.attackers or DEFAULT_ATTACKERS),

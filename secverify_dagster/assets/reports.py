@@ -4,21 +4,26 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from secverify_dagster.assets.evals import EVAL_RESULTS
+from secverify_dagster.assets.keys import TOURNAMENT, eval_run_writers, report_key
 from secverify_dagster.reports import build_report
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
-from sv_shared.contracts import Environment
+from sv_shared.contracts import Dialogue, Environment
 
 
-def report_key(env_id: str) -> dg.AssetKey:
-    return dg.AssetKey([env_id, "report"])
+def report_deps(env: Environment) -> list[dg.AssetKey]:
+    """What build_report reads: the environment's latest finished runs and, for dialogue environments, the latest
+    tournament's record (its rounds and success curves are a section of the report)."""
+    deps = eval_run_writers(env.env_id)
+    if isinstance(env.episodes, Dialogue) and TOURNAMENT not in deps:
+        deps.append(TOURNAMENT)
+    return deps
 
 
 def build_report_asset(env: Environment) -> dg.AssetsDefinition:
     @dg.asset(
         key=report_key(env.env_id),
         group_name=env.env_id,
-        deps=[EVAL_RESULTS],
+        deps=report_deps(env),
         kinds={"markdown"},
         description=f"{env.name}: metrics table, paired bootstrap deltas, reliability and risk–coverage plots.",
     )

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from secverify_dagster.jobs import eval_job
-from secverify_dagster.partitions import MODELS_PARTITION, eval_partition_key
+from secverify_dagster.jobs import eval_job, eval_run_request
+from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from sv_shared.registry import implemented_env_ids
 
@@ -11,10 +11,8 @@ from sv_shared.registry import implemented_env_ids
 def plan_backfill(new_models: list[str], env_ids: list[str]) -> list[dg.RunRequest]:
     """One eval run per (environment, new model); run keys make re-ticks idempotent."""
     return [
-        dg.RunRequest(
-            run_key=f"backfill:{env_id}:{model_id}",
-            partition_key=eval_partition_key(env_id, model_id),
-            tags={"secverify/trigger": "new-model"},
+        eval_run_request(
+            env_id, model_id, run_key=f"backfill:{env_id}:{model_id}", tags={"secverify/trigger": "new-model"}
         )
         for model_id in new_models
         for env_id in env_ids

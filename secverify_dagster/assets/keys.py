@@ -1,0 +1,38 @@
+"""The asset graph's names, and which assets write the files that others read back.
+
+Kept apart from the asset factories so that an asset can declare what it reads without importing the module that
+builds it (E5's synthetic set reads E6's eval runs and the other way round).
+"""
+
+import dagster as dg
+
+JUDGE_VALIDATION = dg.AssetKey(["judges", "validation"])
+TOURNAMENT = dg.AssetKey(["redteam", "tournament"])
+TOURNAMENT_ENV = "e5"
+"""The environment the tournament plays: its rounds are that environment's eval runs, stored with the others."""
+
+
+def raw_key(env_id: str, source: str) -> dg.AssetKey:
+    return dg.AssetKey([env_id, f"raw_{source}"])
+
+
+def curated_key(env_id: str) -> dg.AssetKey:
+    return dg.AssetKey([env_id, "curated_splits"])
+
+
+def synthetic_key(env_id: str) -> dg.AssetKey:
+    return dg.AssetKey([env_id, "synthetic"])
+
+
+def eval_key(env_id: str) -> dg.AssetKey:
+    return dg.AssetKey([env_id, "eval_results"])
+
+
+def report_key(env_id: str) -> dg.AssetKey:
+    return dg.AssetKey([env_id, "report"])
+
+
+def eval_run_writers(env_id: str) -> list[dg.AssetKey]:
+    """Assets that write an environment's finished eval runs under outputs/evals/<env name>--<model>/: what a
+    reader of that environment's latest runs (a report, a feedback-seeded synthetic set) depends on."""
+    return [eval_key(env_id), *([TOURNAMENT] if env_id == TOURNAMENT_ENV else [])]
