@@ -63,7 +63,8 @@ def bench_rollouts(env, dataset, n: int, batch: int, repeats: int) -> dict:
     items = select_items(env, dataset.frame, n, 42)
     params = env.generation_params()
     prompts = [
-        tokenizer.apply_chat_template(env.episodes.messages(item), tokenize=False, add_generation_prompt=True) for item in items
+        tokenizer.apply_chat_template(env.episodes.messages(item), tokenize=False, add_generation_prompt=True)
+        for item in items
     ]
 
     def raw_generate() -> float:
