@@ -169,7 +169,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
         "",
     ]
     if not runs:
-        lines += ["No complete eval runs yet: materialize eval_results for this environment first.", ""]
+        lines += ["No complete eval runs yet: materialize this environment's eval_results first.", ""]
     else:
         lines += [
             f"Dataset `{dataset.source}` (hash `{dataset.hash[:16]}`, {dataset.rows} rows); "

@@ -238,7 +238,7 @@ class JudgeModels:
 
 
 class EvalRunner:
-    """Runs one environment for one model; the unit behind `secverify eval` and the eval_results asset."""
+    """Runs one environment for one model; the unit behind `secverify eval` and the `<env>/eval_results` assets."""
 
     def __init__(
         self,
