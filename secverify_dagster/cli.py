@@ -56,7 +56,7 @@ def _progress_printer(label: str):
 def cmd_eval(args: argparse.Namespace) -> int:
     from secverify_dagster.reports import summary_lines
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.runner import EvalRunner, embedded_dataset, read_dataset
+    from secverify_dagster.runner import EvalRunner, embedded_dataset, file_dataset
     from sv_shared.execution.cache import JsonCache
 
     env = get_environment(args.env)
@@ -69,7 +69,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     dataset = (
         embedded_dataset(env, split=args.split, seed=args.seed)
         if args.dataset == "embedded"
-        else read_dataset(env, Path(args.dataset))
+        else file_dataset(env, Path(args.dataset))
     )
     n = args.n or env.config.eval.default_n
     counterparts = _counterparts(args, env, registry)
@@ -195,11 +195,11 @@ def _read_completions(path: Path) -> list[dict]:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from secverify_dagster.reports import summary_lines
-    from secverify_dagster.runner import read_dataset, score_completions
+    from secverify_dagster.runner import file_dataset, score_completions
     from sv_shared.runs.folder import write_json, write_jsonl
 
     env = get_environment(args.env)
-    dataset = read_dataset(env, Path(args.items))
+    dataset = file_dataset(env, Path(args.items))
     records, metrics = score_completions(env, dataset.frame, _read_completions(Path(args.completions)))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,7 @@ from sv_shared.contracts import (
     ScoredSample,
     ToolUse,
 )
+from sv_shared.data.datasets import read_dataset
 from sv_shared.data.hashing import frame_hash, sha256_hex, stable_json
 from sv_shared.execution.cache import JsonCache
 from sv_shared.judging import build_judge
@@ -138,13 +139,9 @@ def embedded_dataset(env: Environment, *, split: str, seed: int) -> EvalDataset:
     return EvalDataset(frame=splits[split], source=f"embedded:{split}", split=split)
 
 
-def read_dataset(env: Environment, path: Path, *, split: str = "file") -> EvalDataset:
-    """A corpus file (parquet, CSV or JSONL) in the environment's schema."""
-    readers = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson, ".json": pl.read_ndjson}
-    reader = readers.get(path.suffix.lower())
-    if reader is None:
-        raise ValueError(f"{path}: unsupported dataset format (use .parquet, .csv or .jsonl)")
-    return EvalDataset(frame=env.data.validate(reader(path)), source=str(path), split=split)
+def file_dataset(env: Environment, path: Path, *, split: str = "file") -> EvalDataset:
+    """An items file (parquet, CSV or JSONL) in the environment's schema, validated."""
+    return EvalDataset(frame=env.data.validate(read_dataset(path)), source=str(path), split=split)
 
 
 def run_dir_for(env: Environment, model_id: str, run_id: str, root: Path | None = None) -> Path:

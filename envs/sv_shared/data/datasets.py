@@ -40,10 +40,19 @@ def write_dataset(frame: pl.DataFrame, path: Path, provenance: Mapping[str, Any]
     return artifact
 
 
+_READERS = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson, ".json": pl.read_ndjson}
+
+
 def read_dataset(path: Path) -> pl.DataFrame:
+    """A dataset file: the project's own artifacts (parquet) or a user's items file (parquet, CSV or JSON lines).
+
+    Corpus mirrors in their publishers' formats go through sv_shared.data.loading.read_table instead."""
+    reader = _READERS.get(path.suffix.lower())
+    if reader is None:
+        raise ValueError(f"{path}: unsupported dataset format (use .parquet, .csv or .jsonl)")
     if not path.is_file():
         raise FileNotFoundError(f"dataset {path} does not exist: materialize the asset that writes it first")
-    return pl.read_parquet(path)
+    return reader(path)
 
 
 def value_counts(frame: pl.DataFrame, column: str) -> dict[str, int]:
