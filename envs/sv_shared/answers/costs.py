@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -24,12 +22,6 @@ class CostTable:
                 "costs must satisfy 0 <= abstain < false_alarm <= miss "
                 f"(got abstain={self.abstain}, false_alarm={self.false_alarm}, miss={self.miss})"
             )
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> CostTable:
-        return cls(
-            miss=float(config["miss"]), false_alarm=float(config["false_alarm"]), abstain=float(config["abstain"])
-        )
 
     def cost(self, truth: bool, prediction: bool | None, *, abstained: bool) -> float:
         """Cost of one outcome; prediction None without abstention is a format failure, costed as a wrong answer."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from sv_shared.answers.costs import CostTable
 
@@ -43,10 +42,6 @@ class RewardWeights:
             raise ValueError(f"reward weights must be non-negative: {dict(self.weights)}")
         if sum(self.weights.values()) <= 0:
             raise ValueError("reward weights must not all be zero")
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> RewardWeights:
-        return cls({name: float(weight) for name, weight in config.items()})
 
     def combine(self, components: Mapping[str, float]) -> float:
         """Weighted mean over the configured components; a configured component that is missing is an error."""
