@@ -4,6 +4,9 @@ tool-using rollout with scripted policies (budget enforcement, both protocols, m
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +239,30 @@ def test_embedded_item_ids_are_stable(env: Environment) -> None:
     frame = data.load_embedded()
     assert frame["config_id"].to_list() == frame["content_hash"].to_list()
     assert frame["config_id"].n_unique() == frame.height
+
+
+def test_tool_oracle_answers_do_not_depend_on_the_hash_seed() -> None:
+    """A baseline's completion is part of a run's record: the same item must get the same patch text in every
+    process, whatever order Python's hash seed gives a set."""
+    code = (
+        "import hashlib\n"
+        "from sv_env_config_verification.adapters.opa import OpaAdapter\n"
+        "from sv_env_config_verification.env import build\n"
+        "from sv_env_config_verification.oracle import Oracle\n"
+        "from sv_shared.registry import load_env_config\n"
+        "env = build(load_env_config('e2'), oracle=Oracle([OpaAdapter()]))\n"
+        "rows = env.data.load_source('embedded').to_dicts()\n"
+        "answers = ''.join(env.baselines['tool-oracle'](env.episodes.observation(row)) for row in rows)\n"
+        "print(hashlib.sha256(answers.encode()).hexdigest())\n"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(digests) == 1

@@ -145,7 +145,8 @@ def remediate_kubernetes(content: str, findings: list[Finding]) -> str:
         spec = pod_spec_of(resource.body)
         if spec is None:
             continue
-        for canonical_id, target in wanted:
+        # Sorted: a set's order varies with the interpreter's hash seed, and the patch text must not.
+        for canonical_id, target in sorted(wanted, key=lambda pair: (pair[0], pair[1] or "")):
             if target in (None, resource.name):
                 KUBERNETES_FIXES[canonical_id](resource.name, spec)  # type: ignore[arg-type]
     return dump_yaml(parsed.documents)
