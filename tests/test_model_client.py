@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from secverify_dagster.resources.models import (
+    CACHE_NAMESPACE,
     ChatRequest,
     Completion,
     JsonCache,
@@ -22,8 +24,10 @@ from secverify_dagster.resources.models import (
     ProviderError,
     RetryPolicy,
     cache_key,
+    effective_params,
     open_client,
 )
+from secverify_dagster.resources.models.replies import anthropic_completion, openai_completion
 from sv_shared.execution.retry import retry_async
 
 FAST = RetryPolicy(attempts=5, base_delay_s=0.01, max_delay_s=0.05, jitter=0.1)
@@ -34,8 +38,10 @@ class FakeLLMServer:
     """Threaded HTTP server on 127.0.0.1; `plan` holds one action per incoming request, consumed in order.
 
     Actions: "429" or "429:<retry-after seconds>", "500", "529", "400", "401" (echoes the bearer key back in
-    the error, as some providers do), "hang" (answers nothing for hang_s). Once the plan is empty every
-    request succeeds.
+    the error, as some providers do; "200_key" does the same with status 200), "hang" (answers nothing for
+    hang_s), and 200 replies that hold no answer: "invalid_json" (a cut-off body), "no_choices" (no choices / no
+    content blocks), "empty" (no text, stopped normally); "surrogate" answers text with a lone surrogate. Once the
+    plan is empty every request succeeds.
     """
 
     def __init__(self) -> None:
@@ -82,7 +88,9 @@ class FakeLLMServer:
                         server.inflight -= 1
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+                self._send_raw(status, json.dumps(payload).encode(), headers)
+
+            def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -134,13 +142,26 @@ class FakeLLMServer:
             kind = {"500": "api_error", "529": "overloaded_error", "400": "invalid_request_error"}[action]
             handler._send(int(action), self._error(kind, f"fake {action}", anthropic))
             return
-        if action == "401":
+        if action in ("401", "200_key"):
             key = handler.headers.get("Authorization", "").removeprefix("Bearer ") or handler.headers.get("x-api-key")
-            handler._send(401, self._error("authentication_error", f"Incorrect API key provided: {key}", anthropic))
+            status = int(action.partition("_")[0])
+            handler._send(status, self._error("authentication_error", f"Incorrect API key provided: {key}", anthropic))
+            return
+        if action == "invalid_json":
+            handler._send_raw(200, b'{"id": "cut-off", "choices": [{"message": {"content": "tru')
             return
         if self.delay_s:
             time.sleep(self.delay_s)
-        handler._send(200, self._anthropic_ok(body) if anthropic else self._openai_ok(body))
+        reply = self._anthropic_ok(body) if anthropic else self._openai_ok(body)
+        if action == "no_choices":
+            reply.pop("content" if anthropic else "choices")
+        elif action in ("empty", "surrogate"):
+            text = "" if action == "empty" else "bad \ud800 text"
+            if anthropic:
+                reply["content"] = [{"type": "text", "text": text}] if text else []
+            else:
+                reply["choices"][0]["message"]["content"] = text or None
+        handler._send(200, reply)
 
     @staticmethod
     def _error(kind: str, message: str, anthropic: bool) -> dict[str, Any]:
@@ -500,6 +521,220 @@ def test_anthropic_bad_request_and_key_redaction(server: FakeLLMServer, monkeypa
     assert isinstance(result, ProviderError) and result.kind == "auth" and not result.retryable
     assert SECRET not in str(result)
     assert len(server.posts()) == 1
+
+
+# --- 200 replies that hold no answer ---------------------------------------------------------------
+def _openai_body(message: Any, finish: Any = "stop", **extra: Any) -> bytes:
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    return json.dumps({"choices": [choice], "usage": {"prompt_tokens": 3, "completion_tokens": 1}, **extra}).encode()
+
+
+def _anthropic_body(blocks: Any, stop: Any = "end_turn") -> bytes:
+    return json.dumps(
+        {"type": "message", "content": blocks, "stop_reason": stop, "usage": {"input_tokens": 3}}
+    ).encode()
+
+
+HOSTILE_BODIES = [
+    b"",
+    b"null",
+    b"[]",
+    b'"choices"',
+    b"42",
+    b"\xff\xfe\x00",
+    b'{"choices": [{"message": {"content": "cut',
+    b"<html><body>502 Bad Gateway</body></html>",
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"error": {"message": "upstream overloaded"}}',
+    b'{"choices": null}',
+    b'{"choices": []}',
+    b'{"choices": "abc"}',
+    b'{"choices": [1]}',
+    b'{"choices": [{}]}',
+    b'{"choices": [{"message": null}]}',
+    b'{"choices": [{"message": "hi"}]}',
+    b'{"choices": [{"message": {"content": 5}}]}',
+    b'{"choices": [{"message": {"content": [1, 2]}}]}',
+    b'{"choices": [{"message": {"content": "x", "tool_calls": {"a": 1}}}]}',
+    b'{"choices": [{"message": {"content": "x", "tool_calls": [{"function": {"name": 7}}]}}]}',
+    b'{"content": "not blocks"}',
+    b'{"content": [1]}',
+    b'{"content": [{"type": "text", "text": null}]}',
+    b'{"content": [{"type": "tool_use", "input": {}}]}',
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE_BODIES, ids=range(len(HOSTILE_BODIES)))
+@pytest.mark.parametrize("read", [openai_completion, anthropic_completion], ids=["openai", "anthropic"])
+def test_a_body_that_is_no_answer_is_a_retryable_invalid_body(read: Any, body: bytes) -> None:
+    with pytest.raises(ProviderError) as caught:
+        read("m", body, 0.1)
+    error = caught.value
+    assert (error.kind, error.retryable, error.status) == ("invalid_body", True, 200)
+    assert len(str(error)) < 1000  # the body is quoted, not dumped
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (_openai_body({"content": ""}), "empty_reply"),
+        (_openai_body({"content": None}), "empty_reply"),
+        (_openai_body({"content": None}, finish=None), "empty_reply"),
+        (_openai_body({"content": "", "tool_calls": []}, finish="tool_calls"), "empty_reply"),
+        (_openai_body({"content": ""}, finish="length"), ""),
+        (_openai_body({"content": None}, finish="content_filter"), ""),
+        (_openai_body({"content": " "}), " "),
+        (_openai_body({"content": None, "refusal": "I can't help with that."}), "I can't help with that."),
+        (_openai_body({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}), "ab"),
+        (_openai_body({"content": "bad \ud800 text"}), "bad \ufffd text"),
+    ],
+    ids=[
+        "empty-stop",
+        "null-stop",
+        "null-no-reason",
+        "tool_calls-without-calls",
+        "empty-length",
+        "null-filtered",
+        "whitespace",
+        "refusal",
+        "content-parts",
+        "lone-surrogate",
+    ],
+)
+def test_openai_empty_reply_rule(body: bytes, expected: str) -> None:
+    """Empty is a fault unless the finish reason explains it (cut off by max_tokens, filtered)."""
+    if expected == "empty_reply":
+        with pytest.raises(ProviderError) as caught:
+            openai_completion("m", body, 0.1)
+        assert caught.value.kind == "empty_reply" and caught.value.retryable
+    else:
+        completion = openai_completion("m", body, 0.1)
+        assert completion.text == expected
+        completion.text.encode("utf-8")  # storable
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (_anthropic_body([]), "empty_reply"),
+        (_anthropic_body([{"type": "text", "text": ""}]), "empty_reply"),
+        (_anthropic_body([{"type": "thinking", "thinking": "hmm", "signature": "s"}]), "empty_reply"),
+        (_anthropic_body([], stop=None), "empty_reply"),
+        (_anthropic_body([], stop="max_tokens"), ("", "length")),
+        (_anthropic_body([], stop="refusal"), ("", "content_filter")),
+        (_anthropic_body([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]), ("ab", "stop")),
+    ],
+    ids=["no-blocks", "empty-text", "thinking-only", "no-stop-reason", "max-tokens", "refusal", "two-blocks"],
+)
+def test_anthropic_empty_reply_rule(body: bytes, expected: Any) -> None:
+    if expected == "empty_reply":
+        with pytest.raises(ProviderError) as caught:
+            anthropic_completion("m", body, 0.1)
+        assert caught.value.kind == "empty_reply" and caught.value.retryable
+    else:
+        completion = anthropic_completion("m", body, 0.1)
+        assert (completion.text, completion.finish_reason) == expected
+
+
+def test_tool_calls_make_an_empty_text_an_answer() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "block", "arguments": {"port": 22}}}
+    completion = openai_completion("m", _openai_body({"content": None, "tool_calls": [call]}, "tool_calls"), 0.1)
+    assert completion.text == "" and completion.tool_calls[0]["function"] == {
+        "name": "block",
+        "arguments": '{"port": 22}',
+    }
+    blocks = [{"type": "tool_use", "id": "t1", "name": "block", "input": {"port": 22}}]
+    completion = anthropic_completion("m", _anthropic_body(blocks, stop="tool_use"), 0.1)
+    assert completion.finish_reason == "tool_calls" and completion.tool_calls[0]["id"] == "t1"
+
+
+@pytest.mark.parametrize("spec_for", ["openai", "anthropic"])
+def test_no_answer_replies_are_retried_within_the_call(
+    spec_for: str, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SV_TEST_ANT_KEY", SECRET)
+    spec = compat_spec(server) if spec_for == "openai" else anthropic_spec(server)
+    server.plan = ["invalid_json", "no_choices", "empty"]
+    client = open_client(spec, cache=None, retry=FAST)
+    result = client.complete_many([request("x")])[0]
+    assert isinstance(result, Completion) and result.text == "echo:x"
+    assert len(server.posts()) == 4
+    assert client.stats["retries"] == 3 and client.stats["errors"] == 0
+
+
+@pytest.mark.parametrize(("action", "kind"), [("empty", "empty_reply"), ("invalid_json", "invalid_body")])
+@pytest.mark.parametrize("spec_for", ["openai", "anthropic"])
+def test_no_answer_replies_give_a_named_error_after_the_attempts(
+    spec_for: str, action: str, kind: str, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SV_TEST_ANT_KEY", SECRET)
+    spec = compat_spec(server) if spec_for == "openai" else anthropic_spec(server)
+    server.plan = [action] * 10
+    cache = JsonCache(tmp_path / "c.sqlite")
+    client = open_client(spec, cache=cache, retry=RetryPolicy(attempts=3, base_delay_s=0.01))
+    result = client.complete_many([request()])[0]
+    assert isinstance(result, ProviderError)
+    assert (result.kind, result.status, result.retryable) == (kind, 200, True)
+    assert "gave up after 3 attempts" in str(result)
+    assert len(server.posts()) == 3 and len(cache) == 0  # nothing cached: the next run asks again
+
+
+@pytest.mark.parametrize("spec_for", ["openai", "anthropic"])
+def test_a_key_echoed_in_a_200_error_body_is_redacted(
+    spec_for: str, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SV_TEST_ANT_KEY", SECRET)
+    monkeypatch.setenv("SV_TEST_OPENAI_KEY", SECRET)
+    spec = anthropic_spec(server)
+    if spec_for == "openai":
+        spec = ModelSpec(
+            id="gpt-fake",
+            provider="openai",
+            model="gpt-4o-mini",
+            api_key_env="SV_TEST_OPENAI_KEY",
+            base_url=server.openai_url,
+        )
+    server.plan = ["200_key"] * 2
+    result = open_client(spec, cache=None, retry=RetryPolicy(attempts=2, base_delay_s=0.01)).complete_many([request()])[
+        0
+    ]
+    assert isinstance(result, ProviderError) and result.kind == "invalid_body"
+    assert "Incorrect API key provided: ***" in str(result) and SECRET not in str(result)
+
+
+def test_an_empty_reply_cached_before_the_rule_is_asked_again(server: FakeLLMServer, tmp_path: Path) -> None:
+    spec = compat_spec(server)
+    with JsonCache(tmp_path / "c.sqlite") as cache:
+        key = cache_key(spec, dataclasses.replace(request("x"), params=effective_params(spec, request("x"))))
+        cache.put(CACHE_NAMESPACE, key, Completion(text="", finish_reason="stop").to_dict())
+        client = open_client(spec, cache=cache, retry=FAST)
+        (result,) = client.complete_many([request("x")])
+        assert result.text == "echo:x" and not result.cached and len(server.posts()) == 1
+        assert client.complete_many([request("x")])[0].cached
+
+
+def test_a_reply_with_a_lone_surrogate_is_cached_not_a_crash(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.plan = ["surrogate"]
+    with JsonCache(tmp_path / "c.sqlite") as cache:
+        client = open_client(compat_spec(server), cache=cache, retry=FAST)
+        (result,) = client.complete_many([request("x")])
+        assert isinstance(result, Completion) and result.text == "bad \ufffd text"
+        (again,) = client.complete_many([request("x")])
+        assert again.cached and again.text == result.text
+
+
+def test_a_cache_that_cannot_be_written_fails_only_its_request(server: FakeLLMServer, tmp_path: Path) -> None:
+    class FullDisk(JsonCache):
+        def put(self, namespace: str, key: str, value: dict[str, Any]) -> None:
+            if "echo:bad" in value["text"]:
+                raise OSError(28, "No space left on device")
+            super().put(namespace, key, value)
+
+    with FullDisk(tmp_path / "c.sqlite") as cache:
+        client = open_client(compat_spec(server), cache=cache, retry=FAST)
+        good, bad = client.complete_many([request("good"), request("bad")])
+    assert isinstance(good, Completion) and good.text == "echo:good"
+    assert isinstance(bad, ProviderError) and bad.kind == "internal" and "No space left" in str(bad)
 
 
 # --- baselines -------------------------------------------------------------------------------------

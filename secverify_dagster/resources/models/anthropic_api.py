@@ -12,9 +12,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .openai_compat import map_sdk_error
+from .openai_compat import map_sdk_error, redacted
 from .registry import resolve_base_url
-from .types import ChatRequest, Completion, ModelSpec, ProviderError, Usage
+from .replies import anthropic_completion
+from .types import ChatRequest, Completion, ModelSpec, ProviderError
 
 DEFAULT_MAX_TOKENS = 1024
 """The Messages API requires max_tokens; used when neither the spec nor the environment sets one."""
@@ -31,14 +32,6 @@ _CREATE_PARAMS = {
 }
 # Sampling parameters the API accepts that this SDK version no longer names: sent in the request body.
 _BODY_PARAMS = {"temperature", "top_p", "top_k"}
-_STOP_REASONS = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-    "refusal": "content_filter",
-    "pause_turn": "pause",
-}
 
 
 def _text(content: Any) -> str:
@@ -173,38 +166,15 @@ class AnthropicSession:
         kwargs = build_request_kwargs(self.spec, request)
         started = time.perf_counter()
         try:
-            response = await self._client.messages.create(**kwargs)
+            # The raw body, read and validated here (replies.py): the SDK's parse does not validate.
+            raw = await self._client.messages.with_raw_response.create(**kwargs)
+            content = await raw.read()
         except self._anthropic.AnthropicError as exc:
             raise map_sdk_error(exc, self._secret, self._anthropic) from None
-        latency = time.perf_counter() - started
-        texts, tool_calls = [], []
-        for block in response.content or []:
-            kind = getattr(block, "type", None)
-            if kind == "text":
-                texts.append(block.text)
-            elif kind == "tool_use":
-                tool_calls.append(
-                    {
-                        "id": block.id,
-                        "type": "function",
-                        "function": {
-                            "name": block.name,
-                            "arguments": json.dumps(block.input, sort_keys=True),
-                        },
-                    }
-                )
-        usage = response.usage
-        prompt_tokens = sum(
-            int(getattr(usage, name, 0) or 0)
-            for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        return Completion(
-            text="".join(texts),
-            usage=Usage(prompt_tokens, int(getattr(usage, "output_tokens", 0) or 0)),
-            latency_s=latency,
-            tool_calls=tool_calls,
-            finish_reason=_STOP_REASONS.get(response.stop_reason, response.stop_reason),
-        )
+        try:
+            return anthropic_completion(self.spec.id, content, time.perf_counter() - started)
+        except ProviderError as error:
+            raise redacted(error, self._secret) from None
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -6,6 +6,11 @@
 
 API providers run on asyncio with at most spec.concurrency requests in flight; the local model runs in a
 worker thread in batches of spec.batch_size; rule baselines run inline and are never cached.
+
+API calls are retried here, with backoff (RetryPolicy), when the ProviderError is retryable: 408, 409, 429 (not
+quota), 5xx, timeouts, refused or reset connections, and 200 replies that hold no answer (invalid_body, empty_reply:
+replies.py). auth, quota, bad_request and internal are returned at once. Only answers are cached, so an item that
+ends in an error is asked again on the next run.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from sv_shared.data.hashing import sha256_hex, stable_json
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.retry import RetryPolicy, retry_async
 
+from .replies import require_answer
 from .types import ChatRequest, Completion, ModelSpec, ProviderError
 
 CACHE_NAMESPACE = "completions"
@@ -122,7 +128,17 @@ class ModelClient:
             self.cache.put(CACHE_NAMESPACE, key, {**completion.to_dict(), "model_id": self.spec.id})
         return completion
 
-    def _lookup(self, key: str) -> Completion | None:
+    def _record_or_error(self, key: str, completion: Completion) -> Result:
+        """_record_fresh for one of many requests: a failure there (the cache cannot be written) is this request's
+        named error, not an exception that takes the other requests' answers with it."""
+        try:
+            return self._record_fresh(key, completion, store=True)
+        except Exception as exc:
+            return _internal_error(self.spec, exc)
+
+    def _lookup(self, key: str, *, api: bool) -> Completion | None:
+        """The cached completion, or None. For API providers an entry the provider path would now reject (an
+        empty reply, stored before empty replies were retried) is a miss, so it is asked again."""
         if self.cache is None:
             return None
         stored = self.cache.get(CACHE_NAMESPACE, key)
@@ -130,8 +146,10 @@ class ModelClient:
             return None
         try:
             completion = Completion.from_dict(stored)
-        except (KeyError, TypeError, ValueError):
-            return None  # an unreadable entry is a miss
+            if api:
+                require_answer(self.spec.id, completion)
+        except (KeyError, TypeError, ValueError, ProviderError):
+            return None  # an unreadable or unanswered entry is a miss
         self._add(cache_hits=1)
         return dataclasses.replace(completion, cached=True, cost_usd=0.0)
 
@@ -166,7 +184,7 @@ class ModelClient:
             keys = [cache_key(self.spec, request) for request in requests]
             pending = []
             for index, key in enumerate(keys):
-                hit = self._lookup(key)
+                hit = self._lookup(key, api=mode == "async")
                 if hit is None:
                     pending.append(index)
                 else:
@@ -212,7 +230,7 @@ class ModelClient:
             for local_index, result in zip(indices, batch_results, strict=True):
                 index = pending[local_index]
                 if isinstance(result, Completion):
-                    result = self._record_fresh(keys[index], result, store=True)
+                    result = self._record_or_error(keys[index], result)
                 results[index] = result
 
         self.provider.complete_batches(subset, on_batch)
@@ -268,7 +286,7 @@ class ModelClient:
                 except Exception as exc:
                     results[index] = _internal_error(self.spec, exc)
                     return
-            results[index] = self._record_fresh(keys[index], completion, store=True)
+            results[index] = self._record_or_error(keys[index], completion)
 
         try:
             await asyncio.gather(*(one(index) for index in pending))

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .registry import resolve_base_url
-from .types import ChatRequest, Completion, ModelSpec, ProviderError, Usage
+from .replies import openai_completion
+from .types import ChatRequest, Completion, ModelSpec, ProviderError
 
 PLACEHOLDER_KEY = "sk-no-key-required"
 """Sent to servers that take no key (local vLLM, transformers serve); the SDK refuses to start without one."""
@@ -129,6 +130,17 @@ def redact(text: str, secret: str | None) -> str:
     return text
 
 
+def redacted(error: ProviderError, secret: str | None) -> ProviderError:
+    """The error with the key taken out of its message (a gateway may echo the key in a 200 error body too)."""
+    return ProviderError(
+        redact(error.message, secret),
+        kind=error.kind,
+        retryable=error.retryable,
+        status=error.status,
+        retry_after=error.retry_after,
+    )
+
+
 def _status_error(status: int, message: str, headers: Mapping[str, str] | None, body: object) -> ProviderError:
     code = None
     if isinstance(body, Mapping):
@@ -164,26 +176,8 @@ def map_sdk_error(exc: BaseException, secret: str | None, sdk: Any) -> ProviderE
     if isinstance(exc, sdk.APIStatusError):
         return _status_error(exc.status_code, message, exc.response.headers, getattr(exc, "body", None))
     if isinstance(exc, sdk.APIResponseValidationError):
-        return ProviderError(message, kind="bad_response", retryable=False, status=exc.status_code)
+        return ProviderError(message, kind="invalid_body", retryable=True, status=exc.status_code)
     return ProviderError(message, kind="internal", retryable=False)
-
-
-def _tool_calls(message: Any) -> list[dict[str, Any]]:
-    calls = getattr(message, "tool_calls", None) or []
-    out = []
-    for call in calls:
-        function = getattr(call, "function", None)
-        out.append(
-            {
-                "id": getattr(call, "id", None),
-                "type": getattr(call, "type", "function") or "function",
-                "function": {
-                    "name": getattr(function, "name", None),
-                    "arguments": getattr(function, "arguments", None) or "",
-                },
-            }
-        )
-    return out
 
 
 class OpenAISession:
@@ -204,22 +198,14 @@ class OpenAISession:
         kwargs = build_request_kwargs(self.spec, request)
         started = time.perf_counter()
         try:
-            response = await self._client.chat.completions.create(**kwargs)
+            # The raw body, read and validated here (replies.py): the SDK's parse does not validate.
+            raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
         except self._openai.OpenAIError as exc:
             raise map_sdk_error(exc, self._secret, self._openai) from None
-        latency = time.perf_counter() - started
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            raise ProviderError(f"{self.spec.id}: response has no choices", kind="bad_response")
-        choice = choices[0]
-        usage = getattr(response, "usage", None)
-        return Completion(
-            text=choice.message.content or "",
-            usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)),
-            latency_s=latency,
-            tool_calls=_tool_calls(choice.message),
-            finish_reason=choice.finish_reason,
-        )
+        try:
+            return openai_completion(self.spec.id, raw.content, time.perf_counter() - started)
+        except ProviderError as error:
+            raise redacted(error, self._secret) from None
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 Provider = Literal["openai", "anthropic", "openai_compatible", "local_transformers", "baseline"]
-Provider = Literal["openai", "anthropic", "openai_compatible", "local_transformers", "baseline"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 
 
@@ -79,9 +78,11 @@ class Completion:
 class ProviderError(Exception):
     """A provider call that failed (after retries, when the client returns it).
 
-    kind is one of: rate_limit, quota, server, timeout, unreachable, auth, bad_request, bad_response, local,
-    baseline, internal. retryable says whether trying again later may succeed. retry_after (seconds) is the
-    server's Retry-After when it sent one.
+    kind is one of: rate_limit, quota, server, timeout, unreachable, auth, bad_request, invalid_body (a 200 whose
+    body is no answer: not JSON, no choices), empty_reply (a 200 with nothing in it that its finish reason does not
+    explain), local, baseline, internal. retryable says whether trying again may succeed: the client retries those
+    within the run, and a run retries the item on resume. retry_after (seconds) is the server's Retry-After when it
+    sent one.
     """
 
     def __init__(
