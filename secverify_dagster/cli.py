@@ -5,16 +5,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Dialogue
 from sv_shared.registry import ENV_IDS, EnvironmentNotAvailable, get_environment
+from sv_shared.runs.files import FolderBusyError, json_text
+from sv_shared.runs.folder import LOCK_WAIT_S
+from sv_shared.runs.schema import CompletionError
 
 DEFAULT_RUN_MODELS = ("smollm2-135m-instruct", "heuristic")
+
+MAX_COMPLETION_LINE_BYTES = 16 * 2**20
+"""A completions line longer than this is recorded as line_too_long, never read into memory whole."""
 
 
 def _split_models(values: Sequence[str]) -> list[str]:
@@ -56,7 +65,7 @@ def _progress_printer(label: str):
 def cmd_eval(args: argparse.Namespace) -> int:
     from secverify_dagster.reports import summary_lines
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.runner import EvalRunner, embedded_dataset, file_dataset
+    from secverify_dagster.runner import MAX_ITEM_ATTEMPTS, EvalRunner, embedded_dataset, file_dataset
     from sv_shared.execution.cache import JsonCache
 
     env = get_environment(args.env)
@@ -90,12 +99,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 run_id=args.run_id,
                 progress=_progress_printer(model_id),
                 include_tools=args.include_tools,
+                lock_wait_s=args.wait,
+                on_lock_wait=lambda holder: _print(f"  waiting (up to {args.wait:g} s) for {holder}, running this run"),
             )
             if outcome.status == "skipped":
                 _print(f"  skipped: {outcome.reason}")
                 continue
             for line in summary_lines(env, outcome.summary.metrics):
                 _print(f"  {line}")
+            if outcome.given_up:
+                shown = ", ".join(outcome.given_up[:5]) + (", …" if len(outcome.given_up) > 5 else "")
+                _print(
+                    f"  {len(outcome.given_up)} samples given up after {MAX_ITEM_ATTEMPTS} failed attempts, not "
+                    f"scored: {shown} (why: errors.jsonl)"
+                )
             _print(f"  status {outcome.status} · run folder {outcome.run_dir}")
             failures += outcome.status != "complete"
     finally:
@@ -177,20 +194,39 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     return 0 if all(row["status"] == "complete" for row in record["rows"]) else 1
 
 
-def _read_completions(path: Path) -> list[dict]:
-    completions = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+def _regular_file(path: Path, what: str) -> os.stat_result:
+    """The stat of a regular file; a device, FIFO or folder is refused before anything is read from it."""
+    status = path.stat()
+    if not stat.S_ISREG(status.st_mode):
+        raise ValueError(f"{what} {path} is not a regular file")
+    return status
+
+
+def _read_completions(path: Path) -> tuple[list[tuple[int, Any]], list[CompletionError]]:
+    """(line number, JSON value) of each non-blank line, and the lines that are not JSON, named; a line is read
+    up to MAX_COMPLETION_LINE_BYTES, so no file can exhaust memory."""
+    _regular_file(path, "completions file")
+    values: list[tuple[int, Any]] = []
+    errors: list[CompletionError] = []
+    with path.open("rb") as handle:
+        for number, line in enumerate(iter(lambda: handle.readline(MAX_COMPLETION_LINE_BYTES + 1), b""), start=1):
+            if len(line) > MAX_COMPLETION_LINE_BYTES:
+                while line and not line.endswith(b"\n"):  # skip the rest of the line unread
+                    line = handle.readline(2**20)
+                message = f"longer than {MAX_COMPLETION_LINE_BYTES} bytes"
+                errors.append(CompletionError(line=number, id=None, kind="line_too_long", message=message))
+                continue
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
-            except ValueError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from error
-            if not isinstance(entry, dict) or "id" not in entry or "completion" not in entry:
-                raise ValueError(f'{path}:{number}: expected {{"id": ..., "completion": ...}}')
-            completions.append(entry)
-    return completions
+                values.append((number, json.loads(line)))
+            except (ValueError, RecursionError) as error:
+                errors.append(CompletionError(line=number, id=None, kind="not_json", message=str(error)))
+    return values, errors
+
+
+def _errors_path(out: Path) -> Path:
+    return out.with_name(f"{out.stem}.errors.jsonl")
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -200,38 +236,85 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     env = get_environment(args.env)
     dataset = file_dataset(env, Path(args.items))
-    records, metrics = score_completions(env, dataset.frame, _read_completions(Path(args.completions)))
+    completions = Path(args.completions)
+    lines, unreadable = _read_completions(completions)
+    scored = score_completions(env, dataset.frame, lines)
+    errors = sorted([*unreadable, *scored.errors], key=lambda error: error.line)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out, records)
-    for line in summary_lines(env, metrics):
-        _print(line)
-    _print(f"{len(records)} scored samples → {out}")
+    errors_path = Path(args.errors) if args.errors else _errors_path(out)
+    write_jsonl(out, scored.records)
+    if errors:
+        write_jsonl(errors_path, errors)
+    else:
+        errors_path.unlink(missing_ok=True)  # a previous run's errors would describe another file
+    if scored.metrics is not None:
+        for line in summary_lines(env, scored.metrics):
+            _print(line)
+    _print(f"{len(scored.records)} scored samples → {out}")
     if args.summary:
-        write_json(Path(args.summary), metrics)
+        write_json(Path(args.summary), scored.metrics if scored.metrics is not None else {"n": 0})
+    if errors:
+        kinds = Counter(error.kind for error in errors)
+        counts = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+        unknown = f"; {kinds['unknown_id']} completion ids are not in the items file" if kinds["unknown_id"] else ""
+        first = errors[0]
+        print(
+            f"secverify score: {len(errors)} lines of {completions} not scored ({counts}{unknown}) → {errors_path}; "
+            f"e.g. line {first.line}: {first.kind}: {first.message}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
+def _scan_refusal(path: str, kind: str, detail: str) -> dict[str, Any]:
+    """A file the scan did not read, in the shape of a scan result."""
+    return {
+        "name": path,
+        "kind": None,
+        "content_sha256": None,
+        "findings": [],
+        "details": [],
+        "raw": {},
+        "error": kind,
+        "error_detail": detail,
+        "tool_versions": {},
+    }
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
-    """Every scanner's normalized findings on config files, as JSON (the E2 oracle's front door)."""
+    """Every scanner's normalized findings on config files, as JSON (the E2 oracle's front door).
+
+    Each file is checked before it is read: a missing or unreadable file, anything but a regular file (a device such
+    as /dev/zero, a FIFO, a folder) or a file over the loader's size limit is reported as that file's error, and a
+    file is never read beyond the limit."""
+    from sv_env_config_verification.loading import ConfigParseError, read_config_file
     from sv_env_config_verification.oracle import Oracle
 
     oracle = Oracle()
-    configs = [(path, Path(path).read_bytes()) for path in args.files]
-    results = oracle.scan_many(configs)
+    limit = oracle.limits.max_bytes
+    configs: list[tuple[str, bytes]] = []
+    refused: dict[int, dict[str, Any]] = {}
+    for index, path in enumerate(args.files):
+        try:
+            size = _regular_file(Path(path), "config").st_size
+            if size > limit:
+                raise ConfigParseError("too_large", f"{path} is {size} bytes, over the limit of {limit}")
+            configs.append((path, read_config_file(path, limits=oracle.limits)))
+        except ConfigParseError as error:
+            refused[index] = _scan_refusal(path, error.reason, str(error))
+        except ValueError as error:
+            refused[index] = _scan_refusal(path, "not_a_file", str(error))
+        except OSError as error:
+            refused[index] = _scan_refusal(path, "unreadable", f"{path}: {error.strerror or error}")
+    scanned = iter(result.to_dict() for result in oracle.scan_many(configs))
+    results = [refused[index] if index in refused else next(scanned) for index in range(len(args.files))]
     status = {
         name: {"available": st.available, "version": st.version, "reason": st.reason}
         for name, st in oracle.tool_status().items()
     }
-    print(
-        json.dumps(
-            {"tools": status, "results": [result.to_dict() for result in results]},
-            indent=2,
-            ensure_ascii=False,
-            default=str,
-        )
-    )
-    return 1 if any(result.error for result in results) else 0
+    print(json_text({"tools": status, "results": results}, indent=2, default=str))
+    return 1 if any(result["error"] for result in results) else 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -247,7 +330,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    os.environ.setdefault("DAGSTER_HOME", str(outputs_dir() / "dagster_home"))
     from secverify_dagster.pipeline import run_main_job
 
     return run_main_job(env_id=args.env, models=_split_models([args.models]) or list(DEFAULT_RUN_MODELS), n=args.n)
@@ -283,6 +365,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--counterpart", action="append", default=[], metavar="ROLE=MODEL", help="dialogue counterpart (repeatable)"
     )
     evaluate.add_argument("--judge", help="E5/E6 judge: local, refusal-detector, llama-guard-3:<id>, llm:<id>")
+    evaluate.add_argument(
+        "--wait",
+        type=float,
+        default=LOCK_WAIT_S,
+        metavar="SECONDS",
+        help="when another process is running the same run, wait this long for it, then resume what it left "
+        f"(default {LOCK_WAIT_S:g}); past it, exit naming that process",
+    )
     evaluate.set_defaults(func=cmd_eval)
 
     judges = sub.add_parser("judges", help="measure judges on the shipped validation set (sens., spec., kappa)")
@@ -304,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--completions", required=True, help='JSONL of {"id", "completion"}')
     score.add_argument("--out", required=True, help="scored samples (JSONL)")
     score.add_argument("--summary", help="also write the metrics as JSON here")
+    score.add_argument(
+        "--errors", help="lines that could not be scored, each with a named error (default: <out stem>.errors.jsonl)"
+    )
     score.set_defaults(func=cmd_score)
 
     scan = sub.add_parser("scan", help="normalized findings of every scanner on Kubernetes/Terraform files (JSON)")
@@ -326,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (EnvironmentNotAvailable, FileNotFoundError, KeyError, ValueError) as error:
+    except (EnvironmentNotAvailable, FileNotFoundError, FolderBusyError, KeyError, ValueError) as error:
         print(f"secverify {args.command}: {error}", file=sys.stderr)
         return 2
 

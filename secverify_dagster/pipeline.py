@@ -1,13 +1,18 @@
 """The main job behind `make run`: one environment's whole lineage on the embedded default, in-process.
 
-It runs on the persistent instance in $DAGSTER_HOME, so the runs, materializations and checks appear in the UI
-(`make dev`) exactly as if they had been launched there.
+It runs on the persistent instance in $DAGSTER_HOME (default outputs/dagster_home), so the runs, materializations and
+checks appear in the UI (`make dev`) exactly as if they had been launched there. The instance is made here on first
+use, also on a fresh outputs folder: the folder, the project's dagster.yaml (copied atomically, never over one the
+user edited) and Dagster's SQLite storages are created, and the model partitions seeded, under a lock in the folder,
+so two `secverify run` starting at once do not race; the second waits for the first's few seconds of setup.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import dagster as dg
 
@@ -16,10 +21,37 @@ from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.models import load_registry, reachability
-from sv_shared.config import outputs_dir
+from sv_shared.config import outputs_dir, project_root
 from sv_shared.registry import get_environment
+from sv_shared.runs.files import exclusive, write_bytes_atomic
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+SETUP_WAIT_S = 120.0
+"""How long a process waits for another one setting up the same Dagster home (seconds of work)."""
+
+
+def dagster_home() -> Path:
+    """$DAGSTER_HOME, defaulting it to outputs/dagster_home (for this process and the Dagster code it runs)."""
+    return Path(os.environ.setdefault("DAGSTER_HOME", str(outputs_dir() / "dagster_home")))
+
+
+def prepare_instance(models: Iterable[str] = ()) -> dg.DagsterInstance:
+    """The persistent instance, its home made ready first, with `models` added to the model partitions."""
+    home = dagster_home()
+    home.mkdir(parents=True, exist_ok=True)
+    with exclusive(home / ".secverify-setup.lock", wait_s=SETUP_WAIT_S, what=f"Dagster home {home}"):
+        config = home / "dagster.yaml"
+        if not config.exists():
+            write_bytes_atomic(config, (project_root() / "dagster.yaml").read_bytes())
+        # Opening the instance creates and migrates its SQLite storages: done by one process at a time.
+        instance = dg.DagsterInstance.get()
+        # The registry seeds the model partitions, as the new-model sensor does in a running deployment.
+        known = set(instance.get_dynamic_partitions(MODELS_PARTITION))
+        new = [model for model in dict.fromkeys(models) if model not in known]
+        if new:
+            instance.add_dynamic_partitions(MODELS_PARTITION, new)
+    return instance
 
 
 def _step(number: int, total: int, text: str) -> float:
@@ -33,18 +65,13 @@ def _done(started: float, result: dg.ExecuteInProcessResult, detail: str = "") -
 
 
 def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
-    instance = dg.DagsterInstance.get()
     env = get_environment(env_id)
     registry = load_registry()
     unknown = [m for m in models if m not in registry]
     if unknown:
         print(f"unknown model ids: {', '.join(unknown)} (see `secverify models`)")
         return 2
-    # The registry seeds the model partitions, as the new-model sensor does in a running deployment.
-    known = set(instance.get_dynamic_partitions(MODELS_PARTITION))
-    new = [model for model in registry if model not in known]
-    if new:
-        instance.add_dynamic_partitions(MODELS_PARTITION, new)
+    instance = prepare_instance(registry)
 
     total = 2 + len(models)
     started = _step(1, total, f"{env.name}: raw corpora → curated splits → synthetic set (+ checks)")

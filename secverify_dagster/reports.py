@@ -3,6 +3,11 @@
 A report holds a metrics table (reward with a bootstrap CI, detection and calibration metrics), paired bootstrap
 deltas between every pair of models over the items both scored, a reliability diagram and a risk–coverage plot, and
 the provenance of every run it used. Plain Python: the report asset and `secverify report` both call build_report.
+
+Every file of a report is replaced atomically, so two reports built into the same folder at once (the asset and the
+command, two schedules) leave whole files, never a torn one; a reader sees the previous report's file or the new one.
+Runs that hold a sample twice (written by two processes at once, before run folders were locked) are read with the
+first record of each sample, so the comparison still pairs each item once.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from secverify_dagster.tournament import rounds_markdown
 from sv_shared.answers.plots import plot_reliability, plot_risk_coverage
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.contracts import Dialogue, Environment
+from sv_shared.runs.files import replacing, write_bytes_atomic, write_json_atomic, write_text_atomic
 from sv_shared.runs.records import FinishedRun, latest_complete_runs
 from sv_shared.runs.schema import ResultRecord, RunMetadata, RunSummary
 
@@ -144,21 +150,21 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
     calibrated = [run for run in runs if "reliability_bins" in run.metrics]
     plots: list[Path] = []
     if calibrated or not runs:
-        plots.append(
+        reliability, risk_coverage = out_dir / "reliability.png", out_dir / "risk_coverage.png"
+        with replacing(reliability) as tmp:
             plot_reliability(
                 {run.model_id: run.metrics["reliability_bins"] for run in calibrated},
-                out_dir / "reliability.png",
+                tmp,
                 title=f"{env.name}: reliability",
             )
-        )
-        plots.append(
+        with replacing(risk_coverage) as tmp:
             plot_risk_coverage(
                 {run.model_id: run.metrics["risk_coverage"] for run in calibrated},
-                out_dir / "risk_coverage.png",
+                tmp,
                 title=f"{env.name}: risk–coverage",
                 aurc_by_model={run.model_id: run.metrics["aurc"] for run in calibrated},
             )
-        )
+        plots += [reliability, risk_coverage]
     comparisons = paired_comparisons(runs, seed=seed)
     dataset = runs[0].metadata.dataset if runs else None
     dialogue_plots: list[Path] = []
@@ -173,7 +179,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
     else:
         lines += [
             f"Dataset `{dataset.source}` (hash `{dataset.hash[:16]}`, {dataset.rows} rows); "
-            f"every model answered the same {runs[0].summary.n_items} items.",
+            f"every model answered the same {runs[0].summary.n_items} items.{_not_scored(runs)}",
             "",
             "## Results",
             "",
@@ -216,24 +222,20 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
         lines += ["", "## Not in this report", ""] + [f"- {model}: {why}" for model, why in sorted(excluded.items())]
     plots += dialogue_plots
     markdown = out_dir / "report.md"
-    markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomic(markdown, "\n".join(lines) + "\n")
     json_path = out_dir / "report.json"
-    json_path.write_text(
-        json.dumps(
-            {
-                "env": env.env_id,
-                "dataset": dataset.as_dict() if dataset else None,
-                "models": [run.model_id for run in runs],
-                "metrics": {run.model_id: run.metrics for run in runs},
-                "comparisons": comparisons,
-                "runs": {run.model_id: str(run.run_dir) for run in runs},
-                "excluded": excluded,
-            },
-            indent=2,
-            default=str,
-        )
-        + "\n",
-        encoding="utf-8",
+    write_json_atomic(
+        json_path,
+        {
+            "env": env.env_id,
+            "dataset": dataset.as_dict() if dataset else None,
+            "models": [run.model_id for run in runs],
+            "metrics": {run.model_id: run.metrics for run in runs},
+            "comparisons": comparisons,
+            "runs": {run.model_id: str(run.run_dir) for run in runs},
+            "excluded": excluded,
+        },
+        default=str,
     )
     return Report(
         markdown,
@@ -242,6 +244,21 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
         dataset.hash if dataset else None,
         [run.model_id for run in runs],
         excluded,
+    )
+
+
+def _not_scored(runs: Sequence[RunView]) -> str:
+    """Samples a complete run gave up on (they failed every attempt; see the run's errors.jsonl)."""
+    gaps = [
+        f"{run.model_id} {run.summary.n_items - run.summary.n_scored}"
+        for run in runs
+        if run.summary.n_scored < run.summary.n_items
+    ]
+    if not gaps:
+        return ""
+    return (
+        " Samples given up after repeated failures, not scored and left out of the metrics (see each run's "
+        f"errors.jsonl): {', '.join(gaps)}; comparisons pair only the items both models scored."
     )
 
 
@@ -267,7 +284,7 @@ def _dialogue_section(runs: Sequence[RunView], tournaments: Path, out_dir: Path,
         curves = Path(record["curves_png"])
         if curves.exists():
             copied = out_dir / "tournament_curves.png"
-            copied.write_bytes(curves.read_bytes())
+            write_bytes_atomic(copied, curves.read_bytes())
             plots.append(copied)
         lines += [
             "",

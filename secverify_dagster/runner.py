@@ -4,13 +4,28 @@ outputs/evals/<env name>--<model id>/<run id>/
   metadata.json   provenance: dataset hash and source, verifier version, model and parameters, config, seed,
                   code version, timings, token usage, cost, status
   results.jsonl   one scored sample a line, appended as samples finish (a crash loses at most the line being written)
-  errors.jsonl    provider failures (after retries); those samples are not in results and are retried on resume
+  errors.jsonl    samples that failed: provider failures (after retries) and failures of the runner's own work on a
+                  sample (scoring, a tool episode, writing its record); those samples are retried on resume
   summary.json    the environment's metrics over results.jsonl
 
 The files' schema and version policy are declared in sv_shared.runs.schema; sv_shared.runs.folder reads and writes them.
 
 The run id is derived from everything that determines the results, so the same command after a crash resumes the same
 run and finishes the missing samples only.
+
+A failing sample never stops a run: any exception while scoring it, playing its episode or writing its record is
+caught and recorded as that sample's error, its batch-mates are scored without it. Failures that say something about
+the sample (ITEM_FAILURES: the runner's own, a provider refusing or garbling that request, a baseline or counterpart
+raising on it) are counted in errors.jsonl; a sample that failed MAX_ITEM_ATTEMPTS times, over any number of sessions,
+is given up: no longer retried, its last error says so, and the run completes without it (summary.n_scored counts
+the samples scored). Failures that say something about the service (rate limits, outages, a missing key or model) are
+retried on every resume without bound: they would give up on samples that are fine. Samples are given up only in a
+run that has scored some sample, so a failure every sample shares (a misconfigured request) leaves the run incomplete
+instead of complete and empty.
+
+One process writes a run folder at a time: the runner holds its lock from reading it to writing its summary. A second
+runner of the same run waits for it (up to LOCK_WAIT_S, then fails naming the holder) and then resumes a run with
+nothing left to do; no sample is generated or scored twice. The lock is the kernel's and dies with its process.
 """
 
 from __future__ import annotations
@@ -18,6 +33,7 @@ from __future__ import annotations
 import inspect
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,8 +73,9 @@ from sv_shared.judging import build_judge
 from sv_shared.judging.factory import judge_generation_params
 from sv_shared.judging.measured import ensure_measurement
 from sv_shared.judging.verdict import Judge
-from sv_shared.runs.folder import RunFolder
+from sv_shared.runs.folder import LOCK_WAIT_S, RunFolder, UnwritableRecordError, jsonl_line
 from sv_shared.runs.schema import (
+    CompletionError,
     DatasetRef,
     ErrorRecord,
     ModelIdentity,
@@ -72,9 +89,23 @@ from sv_shared.runs.schema import (
 
 ProgressCallback = Callable[[int, int], None]
 
+MAX_ITEM_ATTEMPTS = 3
+"""Failed attempts (ITEM_FAILURES, over all sessions) after which a sample is given up and the run completes."""
 
-class RunMismatchError(RuntimeError):
-    """A run folder exists for this run id but was made with different inputs."""
+ITEM_FAILURES = frozenset(
+    {"scoring", "episode", "unwritable", "counterpart", "bad_request", "bad_response", "baseline"}
+)
+"""Error kinds that are about the sample, so retrying it forever cannot help: the runner's own (scoring, episode,
+unwritable), a counterpart raising on it, a provider refusing (bad_request) or garbling (bad_response) that request, a
+rule baseline raising on it. Every other kind (rate_limit, quota, server, timeout, unreachable, auth, local, internal,
+and kinds added later) is retried on every resume."""
+
+RUNNER_FAILURES = frozenset({"scoring", "episode", "unwritable"})
+"""The kinds of the runner's own failures (the others come from the model, a counterpart or the judge)."""
+
+
+class RunMismatchError(ValueError):
+    """A run folder exists for this run id but was made with different inputs (the command names another id)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +135,11 @@ class EvalOutcome:
     reason: str | None = None
     n_done: int = 0
     n_provider_errors: int = 0
+    """Provider failures this session (those samples are retried on resume unless given up)."""
+    n_failures: int = 0
+    """Failures of the runner's own work on a sample this session (scoring, episode, unwritable record)."""
+    given_up: tuple[str, ...] = ()
+    """Samples that failed MAX_ITEM_ATTEMPTS times: the run is complete without them (see errors.jsonl)."""
 
 
 def code_version(root: Path | None = None) -> str:
@@ -152,6 +188,31 @@ def _error_record(item_id: str, error: ProviderError) -> ErrorRecord:
     return ErrorRecord(
         id=item_id, kind=error.kind, status=error.status, message=str(error), at=datetime.now(UTC).isoformat()
     )
+
+
+def _failure(item_id: str, kind: str, error: BaseException | str) -> ErrorRecord:
+    """A sample the runner could not finish: kind is "scoring", "episode" or "unwritable"."""
+    message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return ErrorRecord(id=item_id, kind=kind, status=None, message=message, at=datetime.now(UTC).isoformat())
+
+
+def _counted_failures(errors: Sequence[ErrorRecord]) -> Counter[str]:
+    """Failed attempts per sample that count towards giving it up (ITEM_FAILURES)."""
+    return Counter(error.id for error in errors if error.kind in ITEM_FAILURES)
+
+
+def _number_attempts(errors: Sequence[ErrorRecord], failures: Counter[str]) -> list[ErrorRecord]:
+    """Errors with their attempt number where they count (failures is updated); the last one says it gave up."""
+    numbered = []
+    for error in errors:
+        if error.kind not in ITEM_FAILURES:
+            numbered.append(error)
+            continue
+        failures[error.id] += 1
+        attempt = failures[error.id]
+        note = "; given up, the run completes without this sample" if attempt >= MAX_ITEM_ATTEMPTS else ""
+        numbered.append(error.replace(message=f"{error.message} (attempt {attempt} of {MAX_ITEM_ATTEMPTS}{note})"))
+    return numbered
 
 
 def _public_spec(spec: ModelSpec) -> ModelIdentity:
@@ -335,10 +396,14 @@ class EvalRunner:
         progress: ProgressCallback | None = None,
         max_samples: int | None = None,
         include_tools: bool = False,
+        lock_wait_s: float = LOCK_WAIT_S,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> EvalOutcome:
         """Evaluate; `max_samples` stops after that many new samples (an interrupted run, for resume tests).
 
-        include_tools plays tool-using episodes (`episodes.rollout`) instead of one turn.
+        include_tools plays tool-using episodes (`episodes.rollout`) instead of one turn. When another process is
+        running the same run, this one waits up to lock_wait_s (on_lock_wait is told once who it waits for), then
+        raises FolderBusyError naming it.
         """
         if include_tools and not isinstance(self.env.episodes, ToolUse):
             raise ValueError(f"{self.env.name} has no tool-using mode")
@@ -358,15 +423,49 @@ class EvalRunner:
         run_id = run_id or f"seed{seed}-n{len(items)}-{fingerprint_hash[:10]}"
         folder = RunFolder(run_dir_for(self.env, self.spec.id, run_id, self.evals_root))
         folder.path.mkdir(parents=True, exist_ok=True)
-        metadata = self._start_metadata(folder, run_id, dataset, fingerprint, fingerprint_hash, n, seed)
+        with folder.lock(wait_s=lock_wait_s, on_wait=on_lock_wait):
+            return self._run_locked(
+                folder,
+                dataset,
+                items,
+                params,
+                fingerprint,
+                fingerprint_hash,
+                n=n,
+                seed=seed,
+                run_id=run_id,
+                progress=progress,
+                max_samples=max_samples,
+                include_tools=include_tools,
+            )
 
+    def _run_locked(
+        self,
+        folder: RunFolder,
+        dataset: EvalDataset,
+        items: Sequence[Item],
+        params: Mapping[str, Any],
+        fingerprint: Mapping[str, Any],
+        fingerprint_hash: str,
+        *,
+        n: int,
+        seed: int,
+        run_id: str,
+        progress: ProgressCallback | None,
+        max_samples: int | None,
+        include_tools: bool,
+    ) -> EvalOutcome:
+        metadata = self._start_metadata(folder, run_id, dataset, fingerprint, fingerprint_hash, n, seed)
+        id_column = self.env.data.id_column
         done = {record.id: record for record in folder.resume_results()}
-        pending = [item for item in items if item[self.env.data.id_column] not in done]
+        failures = _counted_failures(folder.resume_errors())
+        given_up = self._given_up(failures, done)
+        pending = [item for item in items if item[id_column] not in done and item[id_column] not in given_up]
         if max_samples is not None:
             pending = pending[:max_samples]
 
         timings = {"generate_s": 0.0, "score_s": 0.0, "write_s": 0.0}
-        provider_errors: list[ErrorRecord] = []
+        session_errors: list[ErrorRecord] = []
         client = self._client or open_client(self.spec, cache=self._cache, baselines=self.env.baselines)
         dialogue = self._open_dialogue(seed) if self.dialogue else None
         started = time.perf_counter()
@@ -382,11 +481,15 @@ class EvalRunner:
                 else:
                     records, batch_errors, gen_s, score_s = self._single_turn_chunk(client, batch, params, seed)
                 t2 = time.perf_counter()
-                folder.append_results(records)
+                unwritable = folder.append_results(records)
+                batch_errors += [_failure(record.id, "unwritable", why) for record, why in unwritable]
+                batch_errors = _number_attempts(batch_errors, failures)
                 folder.append_errors(batch_errors)
-                provider_errors.extend(batch_errors)
+                session_errors.extend(batch_errors)
+                left_out = {record.id for record, _ in unwritable}
                 for record in records:
-                    done[record.id] = record
+                    if record.id not in left_out:
+                        done[record.id] = record
                 timings["generate_s"] += gen_s
                 timings["score_s"] += score_s
                 timings["write_s"] += time.perf_counter() - t2
@@ -403,7 +506,7 @@ class EvalRunner:
                 dialogue.close()
         elapsed = time.perf_counter() - started
 
-        id_column = self.env.data.id_column
+        given_up = self._given_up(failures, done)
         ordered = [done[item[id_column]] for item in items if item[id_column] in done]
         item_map = {item[id_column]: item for item in items}
         summary = RunSummary(
@@ -418,7 +521,8 @@ class EvalRunner:
         )
         t_summary = time.perf_counter()
         folder.write_summary(summary)
-        complete = len(ordered) == len(items)
+        complete = all(item[id_column] in done or item[id_column] in given_up for item in items)
+        provider_errors = [error for error in session_errors if error.kind not in RUNNER_FAILURES]
         finished = self._finish_metadata(metadata, ordered, client, timings, elapsed, complete, provider_errors)
         metadata = finished.replace(
             timings={**finished.timings, "summary_s": round(time.perf_counter() - t_summary, 4)}
@@ -433,7 +537,15 @@ class EvalRunner:
             metadata=metadata,
             n_done=len(ordered),
             n_provider_errors=len(provider_errors),
+            n_failures=len(session_errors) - len(provider_errors),
+            given_up=tuple(item[id_column] for item in items if item[id_column] in given_up),
         )
+
+    @staticmethod
+    def _given_up(failures: Counter[str], done: Mapping[str, ResultRecord]) -> set[str]:
+        if not done:
+            return set()
+        return {item_id for item_id, count in failures.items() if count >= MAX_ITEM_ATTEMPTS and item_id not in done}
 
     def _single_turn_chunk(
         self, client: ModelClient, batch: Sequence[Item], params: Mapping[str, Any], seed: int
@@ -461,12 +573,35 @@ class EvalRunner:
             for item, completion in zip(batch, completions, strict=True)
             if isinstance(completion, ProviderError)
         ]
-        scores = self.env.verifier.score_many([item for item, _, _ in answered], [c.text for _, _, c in answered])
-        records = [
-            self._record(request, completion, scored)
-            for (_, request, completion), scored in zip(answered, scores, strict=True)
-        ]
+        scores = self._score_each([item for item, _, _ in answered], [c.text for _, _, c in answered])
+        records = []
+        for (item, request, completion), scored in zip(answered, scores, strict=True):
+            item_id = item[self.env.data.id_column]
+            if isinstance(scored, Exception):
+                errors.append(_failure(item_id, "scoring", scored))
+                continue
+            try:
+                records.append(self._record(request, completion, scored))
+            except Exception as error:  # the verifier's verdict is not a valid record (a non-number reward, …)
+                errors.append(_failure(item_id, "scoring", f"invalid score: {type(error).__name__}: {error}"))
         return records, errors, t1 - t0, time.perf_counter() - t1
+
+    def _score_each(self, items: Sequence[Item], texts: Sequence[str]) -> list[ScoredSample | Exception]:
+        """The verifier's verdicts in one batch; if the batch fails, each sample alone, so one bad answer (or a
+        verifier bug it triggers) costs that sample only."""
+        try:
+            scores = list(self.env.verifier.score_many(items, texts))
+            if len(scores) == len(items):
+                return scores
+        except Exception:  # isolated below: the failing sample gets its own error
+            pass
+        verdicts: list[ScoredSample | Exception] = []
+        for item, text in zip(items, texts, strict=True):
+            try:
+                verdicts.append(self.env.verifier.score(item, text))
+            except Exception as error:
+                verdicts.append(error)
+        return verdicts
 
     def _episode_chunk(
         self, client: ModelClient, batch: Sequence[Item], params: Mapping[str, Any], seed: int
@@ -494,10 +629,7 @@ class EvalRunner:
                 turns.append(completion)
                 return PolicyReply(text=completion.text, tool_calls=list(completion.tool_calls))
 
-            try:
-                scored = self.env.episodes.rollout(item, policy, tool_protocol=protocol)
-            except ProviderError as error:
-                return error
+            scored = self.env.episodes.rollout(item, policy, tool_protocol=protocol)
             return ResultRecord(
                 **scored.to_record(),
                 model=self.spec.id,
@@ -513,15 +645,19 @@ class EvalRunner:
                 turns=len(turns),
             )
 
+        def settled(item: Item) -> ResultRecord | ErrorRecord:
+            try:
+                return episode(item)
+            except ProviderError as error:
+                return _error_record(item[self.env.data.id_column], error)
+            except Exception as error:  # a tool or the episode's own code raised: this episode only is lost
+                return _failure(item[self.env.data.id_column], "episode", error)
+
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="episode") as pool:
-            outcomes = list(pool.map(episode, batch))
-        records, errors = [], []
-        for item, outcome in zip(batch, outcomes, strict=True):
-            if isinstance(outcome, ProviderError):
-                errors.append(_error_record(item[self.env.data.id_column], outcome))
-            else:
-                records.append(outcome)
+            outcomes = list(pool.map(settled, batch))
+        records = [outcome for outcome in outcomes if isinstance(outcome, ResultRecord)]
+        errors = [outcome for outcome in outcomes if isinstance(outcome, ErrorRecord)]
         # Generation and verification interleave inside an episode; the whole episode counts as generation.
         return records, errors, time.perf_counter() - started, 0.0
 
@@ -561,14 +697,15 @@ class EvalRunner:
     ) -> tuple[list[ResultRecord], list[ErrorRecord], float, float]:
         """Dialogues in lockstep; a failed model or judge call abandons that dialogue, which is retried on resume."""
         started = time.perf_counter()
-        outcomes = self.dialogue.run(
-            batch, batch_policy(client, params, seed), counterparts=dialogue.counterparts, judge=dialogue.judge
-        )
+        outcomes = self._play_dialogues(client, dialogue, batch, params, seed)
         wall = time.perf_counter() - started
         records, errors = [], []
         role = self.dialogue.policy_role
         for item, outcome in zip(batch, outcomes, strict=True):
             item_id = item[self.env.data.id_column]
+            if isinstance(outcome, ErrorRecord):
+                errors.append(outcome)
+                continue
             if isinstance(outcome, ProviderError):
                 errors.append(_error_record(item_id, outcome))
                 continue
@@ -576,24 +713,54 @@ class EvalRunner:
                 error = ProviderError(f"{type(outcome).__name__}: {outcome}", kind="counterpart")
                 errors.append(_error_record(item_id, error))
                 continue
-            details = outcome.details
-            own_turns = [entry["text"] for entry in details.get("transcript", []) if entry["role"] == role]
-            records.append(
-                ResultRecord(
-                    **outcome.to_record(),
-                    model=self.spec.id,
-                    counterparts={name: spec.id for name, spec in self.counterparts.items()},
-                    prompt=self.env.episodes.messages(item),
-                    completion=own_turns[-1] if own_turns else "",
-                    usage=Usage(**details.get("usage", {}).get(role, {"prompt_tokens": 0, "completion_tokens": 0})),
-                    # Dialogues share batched calls: a dialogue's latency is its share of the chunk's wall time.
-                    latency_s=wall / len(batch),
-                    cost_usd=float(details.get("cost_usd", {}).get(role, 0.0)),
-                    cached=False,
-                )
-            )
+            try:
+                records.append(self._dialogue_record(item, outcome, role, wall / len(batch)))
+            except Exception as error:  # the verdict is not a valid record
+                errors.append(_failure(item_id, "scoring", f"invalid score: {type(error).__name__}: {error}"))
         # Dialogue turns and judging interleave; the whole chunk counts as generation.
         return records, errors, wall, 0.0
+
+    def _play_dialogues(
+        self,
+        client: ModelClient,
+        dialogue: DialogueParts,
+        batch: Sequence[Item],
+        params: Mapping[str, Any],
+        seed: int,
+    ) -> list[ScoredSample | Exception | ErrorRecord]:
+        """One outcome per dialogue; if the lockstep batch raises, each dialogue alone, so a dialogue that breaks
+        the environment's code is that dialogue's error (a scoring failure) and not its batch-mates'."""
+        policy = batch_policy(client, params, seed)
+        try:
+            return list(self.dialogue.run(batch, policy, counterparts=dialogue.counterparts, judge=dialogue.judge))
+        except Exception:  # isolated below
+            pass
+        outcomes: list[ScoredSample | Exception | ErrorRecord] = []
+        for item in batch:
+            try:
+                (outcome,) = self.dialogue.run([item], policy, counterparts=dialogue.counterparts, judge=dialogue.judge)
+            except ProviderError as error:
+                outcome = error
+            except Exception as error:
+                outcome = _failure(item[self.env.data.id_column], "scoring", error)
+            outcomes.append(outcome)
+        return outcomes
+
+    def _dialogue_record(self, item: Item, outcome: ScoredSample, role: str, latency_s: float) -> ResultRecord:
+        details = outcome.details
+        own_turns = [entry["text"] for entry in details.get("transcript", []) if entry["role"] == role]
+        return ResultRecord(
+            **outcome.to_record(),
+            model=self.spec.id,
+            counterparts={name: spec.id for name, spec in self.counterparts.items()},
+            prompt=self.env.episodes.messages(item),
+            completion=own_turns[-1] if own_turns else "",
+            usage=Usage(**details.get("usage", {}).get(role, {"prompt_tokens": 0, "completion_tokens": 0})),
+            # Dialogues share batched calls: a dialogue's latency is its share of the chunk's wall time.
+            latency_s=latency_s,
+            cost_usd=float(details.get("cost_usd", {}).get(role, 0.0)),
+            cached=False,
+        )
 
     def _record(self, request: ChatRequest, completion: Completion, scored: ScoredSample) -> ResultRecord:
         return ResultRecord(
@@ -691,10 +858,20 @@ class EvalRunner:
         )
 
 
-def score_completions(
-    env: Environment, items: pl.DataFrame, completions: Sequence[Mapping[str, Any]]
-) -> tuple[list[ScoredCompletion], dict[str, Any]]:
-    """Re-score stored completions offline: every completion id must name an item."""
+@dataclass(frozen=True)
+class ScoredFile:
+    """What `secverify score` made of a completions file: the scored lines, the lines it could not score (named),
+    and the metrics over the scored ones (None when no line could be scored)."""
+
+    records: list[ScoredCompletion]
+    errors: list[CompletionError]
+    metrics: dict[str, Any] | None
+
+
+def score_completions(env: Environment, items: pl.DataFrame, lines: Sequence[tuple[int, Any]]) -> ScoredFile:
+    """Re-score stored completions offline: each (line number, JSON value) should be {"id", "completion"} with an
+    id of the items file and a string completion. A line that is not, or whose scoring fails, becomes a named
+    CompletionError; every other line is scored."""
     verifier = env.verifier
     if not isinstance(verifier, CompletionVerifier):
         raise ValueError(
@@ -702,14 +879,50 @@ def score_completions(
             "so every turn meets its counterpart and the judge"
         )
     by_id = {item[env.data.id_column]: item for item in env.data.validate(items).to_dicts()}
-    unknown = [c.get("id") for c in completions if c.get("id") not in by_id]
-    if unknown:
-        raise KeyError(f"{len(unknown)} completion ids are not in the items file, e.g. {unknown[:3]}")
-    records = []
-    for entry in completions:
-        text = entry.get("completion")
-        if not isinstance(text, str):
-            raise ValueError(f"completion for {entry['id']!r} must be a string, got {type(text).__name__}")
-        records.append(ScoredCompletion(**verifier.score(by_id[entry["id"]], text).to_record(), completion=text))
+    records: list[ScoredCompletion] = []
+    errors: list[CompletionError] = []
+    for number, entry in lines:
+        item_id = entry.get("id") if isinstance(entry, dict) else None
+        named = item_id if isinstance(item_id, str) else None
+        problem = _completion_problem(entry, by_id)
+        if problem is not None:
+            errors.append(CompletionError(line=number, id=named, kind=problem[0], message=problem[1]))
+            continue
+        text = entry["completion"]
+        try:
+            record = ScoredCompletion(**verifier.score(by_id[item_id], text).to_record(), completion=text)
+            jsonl_line(record)
+        except UnwritableRecordError as error:
+            errors.append(CompletionError(line=number, id=named, kind="unwritable", message=str(error)))
+            continue
+        except Exception as error:  # the verifier raised, or its verdict is not a valid record
+            errors.append(
+                CompletionError(line=number, id=named, kind="scoring", message=f"{type(error).__name__}: {error}")
+            )
+            continue
+        records.append(record)
+    if not records:
+        return ScoredFile(records, errors, None)
     scored_items = {record.id: by_id[record.id] for record in records}
-    return records, verifier.aggregate([record.as_dict() for record in records], scored_items)
+    return ScoredFile(records, errors, verifier.aggregate([record.as_dict() for record in records], scored_items))
+
+
+def _completion_problem(entry: Any, by_id: Mapping[str, Item]) -> tuple[str, str] | None:
+    """(kind, message) of what makes a completions line unscorable, or None."""
+    if not isinstance(entry, dict):
+        return "not_an_object", f'expected {{"id": ..., "completion": ...}}, found {type(entry).__name__}'
+    missing = [field for field in ("id", "completion") if field not in entry]
+    if missing:
+        return "missing_field", f"no {' or '.join(repr(field) for field in missing)} field"
+    item_id, text = entry["id"], entry["completion"]
+    if not isinstance(item_id, str):
+        return "id_not_a_string", f"id must be a string, got {type(item_id).__name__}"
+    if item_id not in by_id:
+        return "unknown_id", f"id {item_id!r} is not in the items file"
+    if not isinstance(text, str):
+        return "completion_not_a_string", f"completion for {item_id!r} must be a string, got {_json_type(text)}"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    return "null" if value is None else type(value).__name__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -104,29 +105,80 @@ def test_score_rescores_stored_completions(outputs: Path, tmp_path: Path, capsys
     assert metrics["n"] == 3 and metrics["n_abstained"] == 1 and metrics["n_format_failures"] == 1
 
 
-def test_score_rejects_completions_for_unknown_items(outputs: Path, tmp_path: Path, capsys) -> None:
+def test_score_scores_every_good_line_and_names_each_bad_one(outputs: Path, tmp_path: Path, capsys) -> None:
+    """Before: one null completion (or one unknown id) made it reject the whole file, and a lone surrogate in a
+    completion aborted the write of the scored file."""
+    env = get_environment("e1")
+    items = embedded_dataset(env, split="test", seed=42).frame.head(3)
+    items_path = tmp_path / "items.parquet"
+    items.write_parquet(items_path)
+    ids = items["flow_id"].to_list()
+    surrogate = '{"label": "Malicious", "confidence": 0.8, "rationale": "\ud800"}'
+    lines = [
+        json.dumps({"id": ids[0], "completion": json.dumps({"label": "Benign", "confidence": 0.7})}),
+        json.dumps({"id": ids[1], "completion": None}),
+        json.dumps({"id": "nope", "completion": "{}"}),
+        '{"id": "torn',
+        "",
+        json.dumps(["not", "an", "object"]),
+        json.dumps({"id": ids[2]}),
+        json.dumps({"id": 7, "completion": "{}"}),
+        json.dumps({"id": ids[2], "completion": surrogate}),
+    ]
+    completions = tmp_path / "completions.jsonl"
+    completions.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "scored.jsonl"
+    args = ["score", "--env", "e1", "--items", str(items_path), "--completions", str(completions), "--out", str(out)]
+    assert main([*args, "--summary", str(tmp_path / "summary.json")]) == 1
+    scored = [ScoredCompletion.parse(json.loads(line), str(out)) for line in out.read_text().splitlines()]
+    assert [s.id for s in scored] == [ids[0], ids[2]]
+    assert scored[1].completion == surrogate and scored[1].parsed["rationale"] == "\ud800"
+    errors = [json.loads(line) for line in (tmp_path / "scored.errors.jsonl").read_text().splitlines()]
+    assert [(e["line"], e["id"], e["kind"]) for e in errors] == [
+        (2, ids[1], "completion_not_a_string"),
+        (3, "nope", "unknown_id"),
+        (4, None, "not_json"),
+        (6, None, "not_an_object"),
+        (7, ids[2], "missing_field"),
+        (8, None, "id_not_a_string"),
+    ]
+    assert errors[0]["message"] == f"completion for {ids[1]!r} must be a string, got null"
+    assert json.loads((tmp_path / "summary.json").read_text())["n"] == 2
+    err = capsys.readouterr().err
+    assert "6 lines of" in err and "1 completion ids are not in the items file" in err and "scored.errors.jsonl" in err
+    # A clean file scores with exit 0 and leaves no stale errors file behind.
+    completions.write_text(lines[0] + "\n")
+    assert main(args) == 0
+    assert not (tmp_path / "scored.errors.jsonl").exists()
+
+
+def test_score_refuses_a_completions_source_that_is_not_a_file(outputs: Path, tmp_path: Path, capsys) -> None:
     env = get_environment("e1")
     items_path = tmp_path / "items.parquet"
     embedded_dataset(env, split="test", seed=42).frame.head(2).write_parquet(items_path)
-    completions = tmp_path / "completions.jsonl"
-    completions.write_text(json.dumps({"id": "nope", "completion": "{}"}) + "\n")
-    assert (
-        main(
-            [
-                "score",
-                "--env",
-                "e1",
-                "--items",
-                str(items_path),
-                "--completions",
-                str(completions),
-                "--out",
-                str(tmp_path / "o.jsonl"),
-            ]
-        )
-        == 2
-    )
-    assert "not in the items file" in capsys.readouterr().err
+    args = ["score", "--env", "e1", "--items", str(items_path), "--completions", "/dev/zero", "--out", "o.jsonl"]
+    assert main(args) == 2
+    assert "completions file /dev/zero is not a regular file" in capsys.readouterr().err
+
+
+def test_scan_checks_each_file_before_reading_it(tmp_path: Path, capsys) -> None:
+    """Before: `secverify scan /dev/zero` read the device whole, until memory ran out."""
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as handle:
+        handle.truncate(50_000_000)  # sparse: its size is over the limit, and it is never read
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)  # opening it to read would block for ever
+    files = ["/dev/zero", str(big), str(fifo), str(tmp_path / "missing.yaml"), str(tmp_path)]
+    assert main(["scan", *files]) == 1
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert [(r["name"], r["error"]) for r in results] == [
+        ("/dev/zero", "not_a_file"),
+        (str(big), "too_large"),
+        (str(fifo), "not_a_file"),
+        (str(tmp_path / "missing.yaml"), "unreadable"),
+        (str(tmp_path), "not_a_file"),
+    ]
+    assert "50000000 bytes, over the limit of 1000000" in results[1]["error_detail"]
 
 
 def test_models_lists_the_registry_with_reasons(outputs: Path, capsys) -> None:

@@ -273,6 +273,45 @@ def test_a_run_written_by_the_runner_reads_back_as_its_outcome(tmp_path: Path, d
     assert all(record.schema_version == SCHEMA_VERSION for record in folder.read_results())
 
 
+def test_any_text_round_trips_through_every_file_as_utf8(tmp_path: Path) -> None:
+    """A lone surrogate (model text can hold one) used to raise UnicodeEncodeError mid-write."""
+    folder = RunFolder(tmp_path)
+    text = "exfil \ud800 beacon \udfff café"
+    metadata = _metadata(generation={"stop": [text]})
+    folder.write_metadata(metadata)
+    results = [_result(completion=text, details={"quote": text, text: [text]})]
+    assert folder.append_results(results) == []
+    errors = [ErrorRecord(id="d", kind="bad_response", status=200, message=text, at="2026-01-01T00:00:30+00:00")]
+    folder.append_errors(errors)
+    summary = RunSummary(
+        env="e1", env_name="n", model="m", run_id="r1", n_items=1, n_scored=1, metrics={"format_errors": {text: 1}}
+    )
+    folder.write_summary(summary)
+    assert folder.read_metadata() == metadata and folder.read_results() == results
+    assert folder.read_errors() == errors and folder.read_summary() == summary
+    for path in tmp_path.iterdir():
+        path.read_bytes().decode("utf-8")  # every file is valid UTF-8
+    assert "café" in folder.results_path.read_text(encoding="utf-8")  # non-ASCII is kept as it is
+
+
+def test_a_record_that_cannot_be_written_is_left_out_and_reported(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    deep: Any = "bottom"
+    for _ in range(100_000):
+        deep = [deep]
+    records = [
+        _result(id="ok"),
+        _result(id="tuple-key", details={"x": {(1, 2): 3}}),
+        _result(id="deep", parsed={"nested": deep}),
+    ]
+    unwritable = folder.append_results(records)
+    assert [(record.id, why.split(":")[0]) for record, why in unwritable] == [
+        ("tuple-key", "cannot be written as a JSON line"),
+        ("deep", "cannot be written as a JSON line"),
+    ]
+    assert [record.id for record in folder.read_results()] == ["ok"]  # nothing half-written
+
+
 # Files from before versioning
 
 

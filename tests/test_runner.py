@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 from collections.abc import Sequence
@@ -157,6 +158,20 @@ def test_provider_errors_are_kept_apart_and_retried_on_resume(tmp_path: Path, da
     assert sorted(retry.requested) == sorted(failing)
 
 
+def test_a_torn_last_error_line_is_cut_before_more_errors_are_appended(tmp_path: Path, dataset) -> None:
+    items = select_items(ENV, dataset.frame, 6, 42)
+    failing = [items[3]["flow_id"]]
+    first = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=_client(dataset, fail_ids=failing)).run(
+        dataset, n=6, seed=42
+    )
+    with (first.run_dir / "errors.jsonl").open("a") as handle:
+        handle.write('{"id": "killed mid-wri')
+    again = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path, client=_client(dataset, fail_ids=failing)).run(
+        dataset, n=6, seed=42
+    )
+    assert [error.id for error in RunFolder(again.run_dir).read_errors()] == failing * 2
+
+
 def test_same_run_id_with_different_inputs_is_refused(tmp_path: Path, dataset) -> None:
     runner = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path)
     runner.run(dataset, n=5, seed=42, run_id="fixed")
@@ -211,3 +226,52 @@ def test_tool_mode_runs_episodes_and_records_transcripts(tmp_path: Path, dataset
     assert single.run_dir != outcome.run_dir  # the mode is part of the run's identity
     with pytest.raises(ValueError, match="no tool-using mode"):
         EvalRunner(ENV, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, include_tools=True)
+
+
+class BreakingToolEpisodes(TwoTurnNetworkLogs):
+    """Tool episodes whose code raises on one item (a tool crashing on a hostile argument)."""
+
+    def __init__(self, bad_id: str) -> None:
+        self.bad_id = bad_id
+
+    def rollout(self, item, policy, *, tool_protocol: str):
+        if item["flow_id"] == self.bad_id:
+            raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+        return super().rollout(item, policy, tool_protocol=tool_protocol)
+
+
+def test_an_episode_that_raises_costs_only_that_sample(tmp_path: Path, dataset) -> None:
+    items = select_items(ENV, dataset.frame, 4, 42)
+    env = dataclasses.replace(ENV, episodes=BreakingToolEpisodes(items[1]["flow_id"]))
+    outcome = EvalRunner(env, HEURISTIC, evals_root=tmp_path).run(dataset, n=4, seed=42, include_tools=True)
+    assert outcome.status == "incomplete" and outcome.n_done == 3 and outcome.n_failures == 1
+    (error,) = RunFolder(outcome.run_dir).read_errors()
+    assert (error.id, error.kind) == (items[1]["flow_id"], "episode")
+    assert error.message.startswith("UnicodeEncodeError: 'utf-8' codec can't encode")
+    assert error.message.endswith("(attempt 1 of 3)")
+
+
+def test_a_dialogue_that_breaks_the_environment_costs_only_that_dialogue(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path))
+    e5 = get_environment("e5")
+    registry = load_registry()
+    dataset = embedded_dataset(e5, split="test", seed=42)
+    id_column = e5.data.id_column
+    bad = select_items(e5, dataset.frame, 4, 42)[2][id_column]
+
+    class Breaking(type(e5.episodes)):
+        def run(self, items, policy, *, counterparts, judge):
+            if any(item[id_column] == bad for item in items):
+                raise KeyError("transcript")
+            return super().run(items, policy, counterparts=counterparts, judge=judge)
+
+    episodes = copy.copy(e5.episodes)
+    episodes.__class__ = Breaking
+    env = dataclasses.replace(e5, episodes=episodes)
+    runner = EvalRunner(
+        env, registry["template-attacker"], counterparts={"target": registry["naive-complier"]}, registry=registry
+    )
+    outcome = runner.run(dataset, n=4, seed=42)
+    assert outcome.n_done == 3 and outcome.n_failures == 1
+    (error,) = RunFolder(outcome.run_dir).read_errors()
+    assert (error.id, error.kind, error.message.split(" (")[0]) == (bad, "scoring", "KeyError: 'transcript'")

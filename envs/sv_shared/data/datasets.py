@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -12,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from sv_shared.data.hashing import frame_hash
+from sv_shared.runs.files import exclusive, replacing, write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -21,12 +21,16 @@ class DatasetArtifact:
     hash: str
 
 
+WRITE_WAIT_S = 120.0
+"""How long a writer waits for another process writing the same dataset folder (a write takes seconds)."""
+
+
 def write_dataset(frame: pl.DataFrame, path: Path, provenance: Mapping[str, Any]) -> DatasetArtifact:
-    """Write the frame atomically and a `<name>.metadata.json` beside it (hash, rows, provenance, time)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".parquet.tmp")
-    frame.write_parquet(tmp)
-    tmp.replace(path)
+    """Write the frame and a `<name>.metadata.json` beside it (hash, rows, provenance, time).
+
+    Each file is replaced atomically (readers see the old artifact or the new one), and the pair is written under
+    the folder's lock, so two processes materializing the same asset at once cannot leave one's parquet beside the
+    other's metadata."""
     artifact = DatasetArtifact(path=path, rows=frame.height, hash=frame_hash(frame))
     metadata = {
         "path": path.name,
@@ -36,7 +40,10 @@ def write_dataset(frame: pl.DataFrame, path: Path, provenance: Mapping[str, Any]
         "written_at": datetime.now(UTC).isoformat(),
         **provenance,
     }
-    path.with_suffix(".metadata.json").write_text(json.dumps(metadata, indent=2, default=str) + "\n", encoding="utf-8")
+    with exclusive(path.parent / ".lock", wait_s=WRITE_WAIT_S, what=f"dataset folder {path.parent}"):
+        with replacing(path) as tmp:
+            frame.write_parquet(tmp)
+        write_json_atomic(path.with_suffix(".metadata.json"), metadata, default=str)
     return artifact
 
 
@@ -50,8 +57,10 @@ def read_dataset(path: Path) -> pl.DataFrame:
     reader = _READERS.get(path.suffix.lower())
     if reader is None:
         raise ValueError(f"{path}: unsupported dataset format (use .parquet, .csv or .jsonl)")
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"dataset {path} does not exist: materialize the asset that writes it first")
+    if not path.is_file():
+        raise ValueError(f"dataset {path} is not a regular file")
     return reader(path)
 
 

@@ -1,8 +1,11 @@
 """A persistent JSON cache on SQLite, shared by the model layer and the scanners.
 
 Values are JSON objects stored under (namespace, key). Every `put` is committed at once, so a crashed run
-keeps everything it finished; the database runs in WAL mode so several processes can read while one writes.
-A row that cannot be decoded (hand-edited, truncated, from an incompatible version) is a miss, never a crash.
+keeps everything it finished; the database runs in WAL mode so several processes can read while one writes, and a
+writer waits for another (up to timeout_s) instead of failing. Values are stored as JSON text by the one rule of
+sv_shared.runs.files: any text can be stored (a lone surrogate in a model's answer is kept as its JSON escape and
+reads back unchanged). A row that cannot be decoded (hand-edited, truncated, from an incompatible version) is a miss,
+never a crash.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from sv_shared.runs.files import exclusive, json_text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS cache (
@@ -36,7 +41,10 @@ class JsonCache:
         self._conn: sqlite3.Connection | None = sqlite3.connect(
             self.path, timeout=timeout_s, check_same_thread=False, isolation_level=None
         )
-        with self._lock:
+        # Switching a new database to WAL does not wait for a busy database: two processes opening a new cache at
+        # once would see "database is locked". Setting it up is serialized by a file lock instead.
+        lock = self.path.with_name(self.path.name + ".lock")
+        with self._lock, exclusive(lock, wait_s=timeout_s, what=f"response cache {self.path}"):
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
@@ -60,7 +68,7 @@ class JsonCache:
             return None
         try:
             value = json.loads(row[0])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             return None
         return value if isinstance(value, dict) else None
 
@@ -68,7 +76,7 @@ class JsonCache:
         """Store (or replace) a JSON object; committed before returning."""
         if not isinstance(value, dict):
             raise TypeError(f"JsonCache stores dicts, got {type(value).__name__}")
-        text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        text = json_text(value, sort_keys=True, allow_nan=False)
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO cache (namespace, key, value, created_at) VALUES (?, ?, ?, ?)",

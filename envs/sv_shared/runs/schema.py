@@ -3,8 +3,12 @@
 outputs/evals/<env name>--<model id>/<run id>/
   metadata.json   RunMetadata    provenance, sessions, status, timings, usage, cost
   results.jsonl   ResultRecord   one scored sample a line
-  errors.jsonl    ErrorRecord    one provider failure a line (those samples are retried on resume)
+  errors.jsonl    ErrorRecord    one failed attempt at a sample a line (retried on resume, up to a bound for
+                                 failures that are about the sample)
   summary.json    RunSummary     the environment's metrics over results.jsonl
+  .lock           (no schema)    the lock of the process writing the folder, and who it is
+
+`secverify score` writes ScoredCompletion lines, and a CompletionError line for each completion it could not score.
 
 Every file carries its `schema_version`: metadata.json and summary.json as a field, and every line of results.jsonl
 and errors.jsonl as a field of its own, so a run resumed by a later secverify may hold lines of two versions and each
@@ -156,17 +160,34 @@ class ResultRecord(ScoredRecord):
 
 
 class ErrorRecord(RecordModel):
-    """One line of errors.jsonl: a provider failure after retries; its sample is retried on resume."""
+    """One line of errors.jsonl: a failed attempt at a sample; the sample is retried on resume (see the runner for
+    the failures after which it is given up)."""
 
     schema_version: Literal[1] = SCHEMA_VERSION
     id: str
     kind: str
-    """rate_limit, quota, server, timeout, unreachable, auth, bad_request, bad_response, local, counterpart, …"""
+    """A provider failure after retries (rate_limit, quota, server, timeout, unreachable, auth, bad_request,
+    bad_response, local, counterpart, …) or the runner's own: scoring (the verifier raised or returned an invalid
+    verdict), episode (a tool episode raised), unwritable (the record cannot be written as JSON that reads back)."""
     status: int | None
     """The HTTP status, where there was one."""
     message: str
     at: str
     """When it failed (ISO 8601, UTC)."""
+
+
+class CompletionError(RecordModel):
+    """A line of a completions file that `secverify score` could not score; the other lines are scored."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    line: int
+    """1-based line number in the completions file."""
+    id: str | None
+    """The line's item id, when it has a string one."""
+    kind: str
+    """line_too_long, not_json, not_an_object, missing_field, id_not_a_string, completion_not_a_string,
+    unknown_id, scoring, unwritable."""
+    message: str
 
 
 class ModelIdentity(RecordModel):
