@@ -15,8 +15,8 @@ from typing import Any
 
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Dialogue
+from sv_shared.data.files import FolderBusyError, json_text
 from sv_shared.registry import ENV_IDS, EnvironmentNotAvailable, get_environment
-from sv_shared.runs.files import FolderBusyError, json_text
 from sv_shared.runs.folder import LOCK_WAIT_S
 from sv_shared.runs.schema import CompletionError
 

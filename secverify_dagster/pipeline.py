@@ -22,8 +22,8 @@ from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.models import load_registry, reachability
 from sv_shared.config import outputs_dir, project_root
+from sv_shared.data.files import exclusive, write_bytes_atomic
 from sv_shared.registry import get_environment
-from sv_shared.runs.files import exclusive, write_bytes_atomic
 
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 

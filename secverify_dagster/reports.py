@@ -24,7 +24,7 @@ from secverify_dagster.tournament import rounds_markdown
 from sv_shared.answers.plots import plot_reliability, plot_risk_coverage
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.contracts import Dialogue, Environment
-from sv_shared.runs.files import replacing, write_bytes_atomic, write_json_atomic, write_text_atomic
+from sv_shared.data.files import replacing, write_bytes_atomic, write_json_atomic, write_text_atomic
 from sv_shared.runs.records import FinishedRun, latest_complete_runs
 from sv_shared.runs.schema import ResultRecord, RunMetadata, RunSummary
 

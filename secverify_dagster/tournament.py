@@ -16,7 +16,6 @@ outputs/tournaments/<tournament id>/
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from secverify_dagster.runner import EvalDataset, EvalOutcome, EvalRunner
 from sv_shared.answers.novelty import write_archive
 from sv_shared.answers.plots import plot_success_curves
 from sv_shared.contracts import Environment
+from sv_shared.data.files import json_text, write_json_atomic, write_text_atomic
 from sv_shared.data.hashing import sha256_hex, stable_json
 from sv_shared.registry import build_environment
 from sv_shared.runs.folder import RunFolder
@@ -129,9 +129,7 @@ def run_tournament(
                     archive.extend(_successes(outcome.run_dir, round_number, row))
         archive_path = out_dir / f"archive-r{round_number}.jsonl"
         write_archive(archive_path, archive)
-    with (out_dir / "rounds.jsonl").open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
+    write_text_atomic(out_dir / "rounds.jsonl", "".join(json_text(row, sort_keys=True) + "\n" for row in rows))
     curves = plot_success_curves(_curves(rows), out_dir / "curves.png", title=f"{env.name}: attack success by round")
     record = {
         "tournament_id": config.tournament_id,
@@ -142,7 +140,7 @@ def run_tournament(
         "curves_png": str(curves),
         "archive_entries": len(archive),
     }
-    (out_dir / "tournament.json").write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    write_json_atomic(out_dir / "tournament.json", record, default=str)
     return record
 
 

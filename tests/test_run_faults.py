@@ -30,9 +30,9 @@ from secverify_dagster.reports import build_report
 from secverify_dagster.resources.models import ChatRequest, Completion, ModelClient, ModelSpec, load_registry
 from secverify_dagster.runner import MAX_ITEM_ATTEMPTS, EvalRunner, embedded_dataset, select_items
 from sv_shared.data.datasets import read_dataset, write_dataset
+from sv_shared.data.files import FolderBusyError, exclusive, json_text
 from sv_shared.execution.cache import JsonCache
 from sv_shared.registry import get_environment
-from sv_shared.runs.files import FolderBusyError, exclusive, json_text
 from sv_shared.runs.folder import RunFolder, RunRecordWarning
 
 ENV = get_environment("e1")
@@ -255,7 +255,7 @@ def test_the_cli_explains_a_busy_run_folder(tmp_path: Path, monkeypatch: pytest.
 def test_a_lock_held_by_a_process_killed_with_sigkill_is_free_at_once(tmp_path: Path) -> None:
     lock = tmp_path / "run" / ".lock"
     code = (
-        "import sys, time; from pathlib import Path; from sv_shared.runs.files import exclusive\n"
+        "import sys, time; from pathlib import Path; from sv_shared.data.files import exclusive\n"
         "with exclusive(Path(sys.argv[1]), wait_s=0, what='x'):\n    print('held', flush=True); time.sleep(60)\n"
     )
     holder = subprocess.Popen([PYTHON, "-c", code, str(lock)], stdout=subprocess.PIPE, text=True, cwd=ROOT)

@@ -91,7 +91,14 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
                 judge=config.judge,
                 registry=models.specs(),
             )
-            outcome = runner.run(dataset, n=n, seed=config.seed, progress=progress, include_tools=config.include_tools)
+            outcome = runner.run(
+                dataset,
+                n=n,
+                seed=config.seed,
+                progress=progress,
+                include_tools=config.include_tools,
+                on_lock_wait=context.log.info,
+            )
         finally:
             cache.close()
         if outcome.status == "skipped":
@@ -115,6 +122,8 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
                 "run_id": outcome.metadata.run_id,
                 "n": metrics["n"],
                 "reward_mean": metrics["reward"]["mean"],
+                # Samples that failed on every attempt: not in the metrics, listed so a reader sees the run's gaps.
+                "given_up": dg.MetadataValue.json(list(outcome.given_up)),
                 **headline,
                 "dataset_hash": outcome.metadata.dataset.hash,
                 "verifier_version": outcome.metadata.verifier_version,

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from sv_shared.data.files import json_text, write_text_atomic
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 DEFAULT_N = 3
 
@@ -74,10 +76,6 @@ def read_archive(path: Path) -> list[frozenset[int]]:
 
 def write_archive(path: Path, entries: Iterable[dict]) -> int:
     """Write archive entries (dicts with "shingles" plus provenance fields); returns how many were written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as handle:
-        for entry in entries:
-            handle.write(json.dumps({**entry, "shingles": sorted(entry["shingles"])}, sort_keys=True) + "\n")
-            count += 1
-    return count
+    lines = [json_text({**entry, "shingles": sorted(entry["shingles"])}, sort_keys=True) + "\n" for entry in entries]
+    write_text_atomic(path, "".join(lines))
+    return len(lines)

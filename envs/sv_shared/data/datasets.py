@@ -10,8 +10,8 @@ from typing import Any
 
 import polars as pl
 
+from sv_shared.data.files import exclusive, replacing, write_json_atomic
 from sv_shared.data.hashing import frame_hash
-from sv_shared.runs.files import exclusive, replacing, write_json_atomic
 
 
 @dataclass(frozen=True)

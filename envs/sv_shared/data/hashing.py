@@ -16,7 +16,8 @@ def stable_json(value: Any) -> str:
 
 
 def sha256_hex(text: str | bytes) -> str:
-    data = text.encode("utf-8") if isinstance(text, str) else text
+    # surrogatepass: model text may hold a lone surrogate, which strict UTF-8 cannot encode but a hash must take.
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()
 
 

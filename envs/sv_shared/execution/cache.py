@@ -3,7 +3,7 @@
 Values are JSON objects stored under (namespace, key). Every `put` is committed at once, so a crashed run
 keeps everything it finished; the database runs in WAL mode so several processes can read while one writes, and a
 writer waits for another (up to timeout_s) instead of failing. Values are stored as JSON text by the one rule of
-sv_shared.runs.files: any text can be stored (a lone surrogate in a model's answer is kept as its JSON escape and
+sv_shared.data.files: any text can be stored (a lone surrogate in a model's answer is kept as its JSON escape and
 reads back unchanged). A row that cannot be decoded (hand-edited, truncated, from an incompatible version) is a miss,
 never a crash.
 """
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sv_shared.runs.files import exclusive, json_text
+from sv_shared.data.files import exclusive, json_text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS cache (

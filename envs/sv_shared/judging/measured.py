@@ -18,6 +18,7 @@ from typing import Any
 from sv_shared.answers.statistics import bootstrap_mean_ci
 from sv_shared.config import outputs_dir
 from sv_shared.contracts.types import BatchPolicy
+from sv_shared.data.files import write_json_atomic
 from sv_shared.judging.confusion import Confusion
 from sv_shared.judging.correction import corrected_rate_ci
 from sv_shared.judging.factory import build_judge
@@ -57,10 +58,7 @@ def ensure_measurement(judge: Judge, root: Path | None = None) -> dict[str, Any]
             f"judge {judge.judge_id}: its model failed on {unavailable} of {measurement['n']} validation rows; "
             "nothing was stored, measure it again when the model is reachable"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(measurement, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_json_atomic(path, measurement, sort_keys=True)
     return measurement
 
 

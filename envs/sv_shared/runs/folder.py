@@ -1,6 +1,6 @@
 """Reading and writing an eval run folder: the one place that knows its files' names and formats.
 
-JSON is written by the rules of sv_shared.runs.files: UTF-8 that any text encodes to (a lone surrogate is written as
+JSON is written by the rules of sv_shared.data.files: UTF-8 that any text encodes to (a lone surrogate is written as
 its escape and reads back unchanged), metadata and summary replaced atomically, results and errors appended a batch
 at a time and fsynced, so a crash loses at most the lines being written. A record that cannot be written as a line
 that reads back (a verifier's details nested too deep, a key JSON has no form for) is left out and reported to the
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sv_shared.runs.files import append_bytes, exclusive, json_text, write_json_atomic, write_text_atomic
+from sv_shared.data.files import append_bytes, exclusive, json_text, write_json_atomic, write_text_atomic
 from sv_shared.runs.schema import ErrorRecord, RecordModel, ResultRecord, RunMetadata, RunRecordError, RunSummary
 
 R = TypeVar("R", bound=RecordModel)
