@@ -68,6 +68,7 @@ bench: setup
 	$(BIN)/python bench/bench_e3.py
 	$(BIN)/python bench/bench_e4.py
 	$(BIN)/python bench/bench_e5.py
+	$(BIN)/python bench/bench_reward_hacking.py
 
 models: setup
 	$(BIN)/secverify models

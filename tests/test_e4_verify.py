@@ -108,19 +108,20 @@ def test_worked_example_reward() -> None:
     scored = ENV.verifier.score(item(PHISH, "Phishing"), completion)
     assert scored.components == {
         "accuracy": 1.0,
-        "calibration": pytest.approx(0.9),
+        "calibration": pytest.approx(0.99),
         "asymmetric_cost": 1.0,
         "format": 1.0,
         "evidence_precision": 0.5,
         "evidence_recall": 0.4,
         "grounding": 0.75,
     }
-    assert scored.reward == pytest.approx(0.85)
+    assert scored.reward == pytest.approx(0.8635)
     assert scored.details["covered"] == ["lookalike_domain", "urgency"]
     assert not scored.details["mixed"]
 
 
-def test_duplicate_entries_count_once() -> None:
+def test_duplicate_entries_cost_precision() -> None:
+    """Repeating a quote (even re-cased or padded) adds no evidence; every entry listed counts against precision."""
     once = ENV.verifier.score(
         item(PHISH, "Phishing"), answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com"))
     )
@@ -128,16 +129,16 @@ def test_duplicate_entries_count_once() -> None:
         item(PHISH, "Phishing"),
         answer("Phishing", 0.9, ("lookalike_domain", "paypal-secure.com"), ("lookalike_domain", "PAYPAL-SECURE.COM ")),
     )
-    assert once.components == twice.components
+    assert twice.components == once.components | {"evidence_precision": 0.5}
 
 
 def test_missed_phish_without_evidence() -> None:
     """A miss costs everything on asymmetric cost; saying nothing about a phish earns no evidence credit."""
     scored = ENV.verifier.score(item(PHISH, "Phishing"), answer("Legitimate", 0.8))
     assert scored.components["asymmetric_cost"] == 0.0
-    assert scored.components["calibration"] == pytest.approx(0.2)
+    assert scored.components["calibration"] == pytest.approx(0.36)
     assert (scored.components["evidence_precision"], scored.components["evidence_recall"]) == (0.0, 0.0)
-    assert scored.reward == pytest.approx(0.15 * 0.2 + 0.05)
+    assert scored.reward == pytest.approx(0.15 * 0.36 + 0.05)
 
 
 def test_false_alarm_costs_less_than_a_miss() -> None:

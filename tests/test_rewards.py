@@ -31,22 +31,22 @@ def test_configured_weights_and_costs_are_the_documented_ones() -> None:
         (
             "Malicious",
             answer("Malicious", 0.9),
-            0.98,
-            {"accuracy": 1.0, "calibration": 0.9, "asymmetric_cost": 1.0, "format": 1.0},
+            0.998,
+            {"accuracy": 1.0, "calibration": 0.99, "asymmetric_cost": 1.0, "format": 1.0},
         ),
-        # missed attack, confidence 0.8: calibration .2, worst cost
+        # missed attack, confidence 0.8: calibration 1 - .8², worst cost
         (
             "Malicious",
             answer("Benign", 0.8),
-            0.14,
-            {"accuracy": 0.0, "calibration": 0.2, "asymmetric_cost": 0.0, "format": 1.0},
+            0.172,
+            {"accuracy": 0.0, "calibration": 0.36, "asymmetric_cost": 0.0, "format": 1.0},
         ),
-        # false alarm, confidence 0.6: calibration .4, cost 1 - .3
+        # false alarm, confidence 0.6: calibration 1 - .6², cost 1 - .3
         (
             "Benign",
             answer("Malicious", 0.6),
-            0.355,
-            {"accuracy": 0.0, "calibration": 0.4, "asymmetric_cost": 0.7, "format": 1.0},
+            0.403,
+            {"accuracy": 0.0, "calibration": 0.64, "asymmetric_cost": 0.7, "format": 1.0},
         ),
         # abstention: no accuracy, no calibration credit, cost 1 - .15
         (
@@ -95,8 +95,9 @@ def test_a_missed_attack_costs_more_than_a_false_alarm() -> None:
 
 
 def test_calibration_component() -> None:
-    assert reward_calibration(0.75, True) == 0.75
-    assert reward_calibration(0.75, False) == 0.25
+    # One minus the Brier score: a proper scoring rule, so no constant or extreme confidence beats the honest one.
+    assert reward_calibration(0.75, True) == 0.9375
+    assert reward_calibration(0.75, False) == 0.4375
 
 
 def test_invalid_cost_and_weight_configs_are_rejected() -> None:

@@ -18,8 +18,12 @@ def reward_accuracy(correct: bool) -> float:
 
 
 def reward_calibration(confidence: float, correct: bool) -> float:
-    """1 − |confidence − correctness|: confident and right, or unconfident and wrong, both score high."""
-    return 1.0 - abs(confidence - (1.0 if correct else 0.0))
+    """1 − (confidence − correctness)², one minus the Brier score: high when confident and right or unsure and wrong.
+
+    A proper scoring rule: its expected value is highest when the confidence is the answer's real chance of being
+    right. The absolute error (1 − |confidence − correctness|) is not: it pays confidence 1 on every answer that is
+    right more often than not, so a policy trained on it would report 0 or 1 and learn no calibration."""
+    return 1.0 - (confidence - (1.0 if correct else 0.0)) ** 2
 
 
 def reward_asymmetric_cost(cost: float, costs: CostTable) -> float:
