@@ -10,8 +10,10 @@ import pytest
 from e2_fakes import FakeOracle, make_item
 
 from sv_env_config_verification import patching, schema, verify
+from sv_env_config_verification.config import Config
 from sv_env_config_verification.patching import PatchError
 from sv_shared.answers.rewards import RewardWeights
+from sv_shared.registry import load_env_config
 
 WEB = """\
 apiVersion: apps/v1
@@ -432,6 +434,131 @@ def test_json_patch_errors_are_named(web: dict[str, Any], oracle: FakeOracle) ->
     assert verify.evaluate_patch(web, missing, oracle, penalty=1.0).error == "json_patch_failed"
 
 
+# --- bounded patches: each bound a named patch error (patch 0, detection kept), the batch scored to the end ---
+
+
+def nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_900_deep_patch_value_is_a_format_failure_not_a_crash(web: dict[str, Any], oracle: FakeOracle) -> None:
+    """A 1.9 KB answer whose JSON Patch value nests 900 levels raised RecursionError (deepcopy) and stopped the run."""
+    completion = answer([v("K8S_PRIVILEGED")], patch=[{"op": "add", "path": "/metadata/x", "value": nested(900)}])
+    assert len(completion) < 2_000
+    scored = verify.score_completion(web, completion, oracle, SETTINGS)
+    assert scored.error == "json_too_deep" and scored.reward == 0.0
+
+
+def test_a_patch_value_deeper_than_a_config_may_be_costs_the_patch_only(
+    web: dict[str, Any], oracle: FakeOracle
+) -> None:
+    ops = [{"op": "add", "path": "/metadata/labels", "value": nested(patching.MAX_JSON_PATCH_DEPTH)}]
+    scored = verify.score_completion(web, answer([v("K8S_PRIVILEGED")], patch=ops), oracle, SETTINGS)
+    assert scored.error == "patch_too_deep" == scored.details["patch"]["error"]
+    assert scored.components["patch"] == 0.0 and scored.components["detection"] > 0
+    deep_path = "/spec/template/spec/containers/0/securityContext"
+    for depth, error in (
+        (patching.MAX_JSON_PATCH_DEPTH - 7, None),
+        (patching.MAX_JSON_PATCH_DEPTH - 6, "patch_too_deep"),
+    ):
+        ops = [{"op": "add", "path": deep_path + "/x", "value": nested(depth)}]  # 7 levels down, as deep as YAML allows
+        assert verify.evaluate_patch(web, ops, oracle, penalty=1.0).error == error
+    moved = [{"op": "move", "from": "/spec", "path": deep_path + "/spec"}]
+    assert verify.evaluate_patch(web, moved, oracle, penalty=1.0).error == "json_patch_failed"  # into itself
+
+
+def test_copies_of_a_node_into_itself_stop_at_the_growth_bound(web: dict[str, Any], oracle: FakeOracle) -> None:
+    """40 copies of /spec into /spec doubled the document each time: out of memory, the run lost."""
+    ops = [{"op": "copy", "from": "/spec", "path": f"/spec/c{i}"} for i in range(40)]
+    scored = verify.score_completion(web, answer([v("K8S_PRIVILEGED")], patch=ops), oracle, SETTINGS)
+    assert scored.error == "patch_growth_exceeded" and scored.components["patch"] == 0.0
+    assert scored.components["detection"] > 0
+    root = [{"op": "copy", "from": "", "path": f"/c{i}"} for i in range(40)]
+    assert verify.evaluate_patch(web, root, oracle, penalty=1.0).error == "patch_growth_exceeded"
+
+
+def test_op_count_and_size_bounds(web: dict[str, Any], oracle: FakeOracle) -> None:
+    many = [{"op": "test", "path": "/kind", "value": "Deployment"}] * (patching.MAX_JSON_PATCH_OPS + 1)
+    scored = verify.score_completion(web, answer([v("K8S_PRIVILEGED")], patch=many), oracle, SETTINGS)
+    assert scored.error == "patch_too_many_ops" and scored.components["detection"] > 0
+    huge = [{"op": "add", "path": "/metadata/annotations", "value": {"a": "x" * patching.MAX_PATCH_BYTES}}]
+    with pytest.raises(PatchError) as error:
+        patching.apply_json_patch({"metadata": {}}, huge)
+    assert error.value.reason == "patch_too_large"
+
+
+def test_an_array_index_with_thousands_of_digits_is_out_of_range() -> None:
+    """int() refuses more than 4,300 digits with a ValueError that no caller expected."""
+    with pytest.raises(PatchError) as error:
+        patching.apply_json_patch({"a": [1]}, [{"op": "remove", "path": "/a/1" + "0" * 5000}])
+    assert error.value.reason == "json_patch_failed"
+
+
+def test_a_quoted_json_patch_follows_the_answer_rules() -> None:
+    repeated = '[{"op": "replace", "path": "/spec/replicas", "value": 1, "value": 0}]'
+    assert schema.parse_answer(answer([], patch=repeated)).error == "duplicate_key"
+    deep = json.dumps([{"op": "add", "path": "/x", "value": nested(150)}])
+    assert schema.parse_answer(answer([], patch=deep)).error == "json_too_deep"
+
+
+def test_a_repeated_key_anywhere_in_the_answer_is_a_format_failure(web: dict[str, Any], oracle: FakeOracle) -> None:
+    completion = (
+        '{"violations": [{"id": "K8S_PRIVILEGED", "severity": "high", "severity": "low"}], '
+        '"patch": null, "confidence": 0.9}'
+    )
+    scored = verify.score_completion(web, completion, oracle, SETTINGS)
+    assert scored.error == "duplicate_key" and scored.reward == 0.0
+    metrics = verify.aggregate([scored.to_record()], {web["config_id"]: web}, weights=SETTINGS.weights)
+    assert metrics["format_errors"] == {"duplicate_key": 1}
+
+
+def test_a_hunk_header_with_a_huge_line_number_is_malformed(web: dict[str, Any], oracle: FakeOracle) -> None:
+    """int() of a 5,000-digit line number raised ValueError out of the diff parser."""
+    diff = FIX_PRIVILEGED.replace("@@ -19,3 +19,3 @@", f"@@ -{'9' * 5000},3 +19,3 @@")
+    scored = verify.score_completion(web, answer([v("K8S_PRIVILEGED")], patch=diff), oracle, SETTINGS)
+    assert scored.error == "patch_malformed_hunk" and scored.components["detection"] > 0
+
+
+PATCHED_PARSE_BOUNDS = {
+    "patched_too_deep": "+deep: " + "[" * 70 + "]" * 70 + "\n",
+    "patched_too_many_documents": "+---\n" * 501,
+    "patched_yaml_bomb": "+loop: &loop [*loop]\n",  # an alias inside its own anchor: infinite once expanded
+}
+
+
+@pytest.mark.parametrize("reason", sorted(PATCHED_PARSE_BOUNDS))
+def test_a_patched_config_is_reparsed_under_the_loader_limits(
+    reason: str, web: dict[str, Any], oracle: FakeOracle
+) -> None:
+    diff = "--- a/web.yaml\n+++ b/web.yaml\n@@ -1,1 +1,2 @@\n apiVersion: apps/v1\n" + PATCHED_PARSE_BOUNDS[reason]
+    scored = verify.score_completion(web, answer([v("K8S_PRIVILEGED")], patch=diff), oracle, SETTINGS)
+    assert scored.error == reason and scored.components["patch"] == 0.0 and scored.components["detection"] > 0
+
+
+def test_a_deeply_nested_terraform_patch_is_too_deep(oracle: FakeOracle) -> None:
+    item = make_item(oracle, "terraform", "volume.tf", VOLUME_TF)
+    diff = "--- a/volume.tf\n+++ b/volume.tf\n@@ -4,1 +4,2 @@\n   encrypted         = false\n"
+    diff += "+  tags = " + "[" * 200 + "]" * 200 + "\n"
+    assert verify.score_completion(item, answer([], diff), oracle, SETTINGS).error == "patched_too_deep"
+
+
+def test_hostile_answers_in_a_batch_leave_the_rest_scored(web: dict[str, Any], oracle: FakeOracle) -> None:
+    config = load_env_config("e2")
+    assert isinstance(config, Config)
+    verifier = verify.ConfigVerifier(config, oracle=oracle)
+    completions = [
+        answer([v("K8S_PRIVILEGED")], patch=[{"op": "add", "path": "/x", "value": nested(900)}]),
+        answer([], patch=[{"op": "copy", "from": "/spec", "path": f"/spec/c{i}"} for i in range(40)]),
+        answer([v("K8S_PRIVILEGED")], patch=FIX_PRIVILEGED),
+    ]
+    scored = verifier.score_many([web] * 3, completions)
+    assert [sample.error for sample in scored] == ["json_too_deep", "patch_growth_exceeded", None]
+    assert scored[2].components["patch"] == pytest.approx(0.5)
+
+
 # --- the appliers on their own ---
 
 
@@ -511,3 +638,9 @@ def test_aggregate_metrics(web: dict[str, Any], clean: dict[str, Any], oracle: F
     assert metrics["recall_by_id"] == {"K8S_NO_RESOURCE_LIMITS": 0.0, "K8S_PRIVILEGED": 0.5, "K8S_RUN_AS_ROOT": 0.5}
     assert metrics["reward"]["n"] == 4 and metrics["tools"]["episodes"] == 0
     assert json.dumps(metrics)  # plain JSON throughout
+
+
+def test_a_from_member_an_op_does_not_use_may_hold_anything(web: dict[str, Any], oracle: FakeOracle) -> None:
+    """Found by hypothesis: a non-string "from" on an add raised TypeError while the patch's size was counted."""
+    ops = [{"op": "replace", "path": "/spec/replicas", "value": 3, "from": 1.0}]
+    assert verify.score_completion(web, answer([], patch=ops), oracle, SETTINGS).details["patch"]["applies"]

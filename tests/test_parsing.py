@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sv_shared.answers.parsing import FormatError, JsonClassificationParser
+from sv_shared.answers.parsing import MAX_JSON_DEPTH, FormatError, JsonClassificationParser, decode_json
 
 PARSER = JsonClassificationParser(labels=("Benign", "Malicious", "Abstain"))
 
@@ -77,7 +77,38 @@ def test_huge_and_hostile_inputs_fail_fast_without_crashing() -> None:
     too_long = '{"label": "Benign", "confidence": 0.5, "rationale": "' + "x" * 200_000 + '"}'
     assert PARSER.parse(too_long).error == FormatError.TOO_LONG
     started = time.perf_counter()
-    assert PARSER.parse("{" * 90_000).error == FormatError.TRUNCATED_JSON
-    assert PARSER.parse("[" * 50_000 + "]" * 50_000).error == FormatError.NO_JSON
+    assert PARSER.parse("{" * 90_000).error == FormatError.TOO_DEEP
+    assert PARSER.parse("[" * 50_000 + "]" * 50_000).error == FormatError.TOO_DEEP
     assert PARSER.parse("{}" * 40_000).error == FormatError.MISSING_LABEL
     assert time.perf_counter() - started < 5.0
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        '{"label": "Benign", "label": "Malicious", "confidence": 0.9}',
+        '{"label": "Malicious", "confidence": 0.9, "confidence": 0.1}',
+        '{"label": "Malicious", "confidence": 0.9, "rationale": {"a": 1, "a": 2}}',
+        'Answer:\n```json\n{"label": "Benign", "label": "Malicious", "confidence": 0.9}\n```',
+        'I think {"label": "Benign", "label": "Malicious", "confidence": 0.9} and {"label": "Benign", "confidence": 1}',
+    ],
+)
+def test_a_repeated_key_is_refused_never_resolved(completion: str) -> None:
+    """A key given twice could show a reader one value and the scorer another: the answer is refused as a format
+    failure, at any depth, and the parser does not fall back to a later object."""
+    result = PARSER.parse(completion)
+    assert result.output is None and result.error == FormatError.DUPLICATE_KEY
+
+
+def test_the_same_key_in_different_objects_is_fine() -> None:
+    result = PARSER.parse('{"label": "Benign", "confidence": 0.5, "rationale": "{\\"label\\": 1}"}')
+    assert result.ok and result.output["rationale"] == '{"label": 1}'
+
+
+def test_nesting_is_bounded_before_decoding() -> None:
+    nested = '{"label": "Benign", "confidence": 0.5, "x": ' + "[" * 120 + "]" * 120 + "}"
+    assert PARSER.parse(nested).error == FormatError.TOO_DEEP
+    fine = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert decode_json(fine)[1] is None
+    assert decode_json("[" + fine + "]")[1] == FormatError.TOO_DEEP
+    assert decode_json('["[[[[[[[[[[", "\\"[[["]', max_depth=2) == (["[[[[[[[[[[", '"[[['], None)

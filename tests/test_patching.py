@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -309,3 +310,45 @@ def test_dir_patch_with_dotdot_leaves_no_trace(tmp_path: Path) -> None:
         apply_patch_to_dir(diff, source, tmp_path / "dest")
     assert caught.value.code == "path_outside_project" and caught.value.path == "../escaped.py"
     assert not (tmp_path / "escaped.py").exists() and not (tmp_path / "dest").exists()
+
+
+def test_a_huge_line_number_in_a_hunk_header_is_malformed() -> None:
+    """int() refuses 4,300 digits with a ValueError, which escaped the parser before."""
+    assert refused(FIX.replace("@@ -4,3 +4,3 @@", f"@@ -4,3 +{'4' * 5000},3 @@")) == "malformed_diff"
+    assert refused_single(FIX.replace("@@ -4,3 +4,3 @@", "@@ -1234567890,3 +4,3 @@")) == "malformed_diff"
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("pkg/" * 40 + "deep.py", "too_large"),
+        ("x" * 300 + ".py", "too_large"),
+        ("/".join(letter * 240 for letter in "vwxyz") + "/a.py", "too_large"),
+        ("bad\ud800name.py", "path_outside_project"),
+        ("bell\x07.py", "path_outside_project"),
+        ("cr\rname.py", "path_outside_project"),
+    ],
+)
+def test_paths_a_file_system_would_refuse_are_refused_first(path: str, code: str) -> None:
+    diff = f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+x = 1\n"
+    assert refused(diff) == code
+
+
+def test_a_deep_new_path_writes_nothing_in_a_dir(tmp_path: Path) -> None:
+    """A created file 3,000 folders down raised OSError (name too long) half-way through writing the copy."""
+    source = make_dir(tmp_path / "src")
+    diff = "--- /dev/null\n+++ b/" + "d/" * 3000 + "x.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    with pytest.raises(PatchError) as caught:
+        apply_patch_to_dir(diff, source, tmp_path / "dest")
+    assert caught.value.code == "too_large" and not (tmp_path / "dest").exists()
+
+
+def test_many_hunks_over_a_long_file_stay_linear() -> None:
+    """500 hunks over 128k lines took 6 s: every hunk sorted every candidate position by distance from its hint."""
+    text = "a\n" * 128_000
+    diff = "".join(f"@@ -{i * 200 + 1},1 +{i * 200 + 1},1 @@\n-a\n+b\n" for i in range(500))
+    started = time.perf_counter()
+    assert apply_patch_to_file(diff, "f.yaml", text).count("b\n") == 500
+    assert time.perf_counter() - started < 1.5
+    far = "".join(f"@@ -1,1 +1,1 @@\n-a\n+b\n {i}\n" for i in range(500))  # each hunk searched across the file
+    assert refused_single(far, text) in ("too_large", "does_not_apply")

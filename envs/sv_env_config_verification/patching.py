@@ -4,6 +4,12 @@ A patch is untrusted input. Every refusal raises PatchError with a named reason 
 partial result: a diff that names another file, a path with "..", an absolute path, a hunk whose context is not in
 the file, or a JSON Patch op that does not resolve.
 
+A JSON Patch is bounded before and while it is applied, so no patch can exhaust the scorer: more than
+MAX_JSON_PATCH_OPS operations (patch_too_many_ops); values larger than MAX_PATCH_BYTES in all, or so much measuring
+work that the patch is not worth applying (patch_too_large); a value nested, or placed, deeper than a config may be
+(patch_too_deep, the loader's depth limit); adds and copies that grow the document by more than
+MAX_JSON_PATCH_GROWTH (patch_growth_exceeded: forty copies of a node into itself would double it forty times).
+
 Unified diffs go to sv_shared.apply_patch_to_file, the applier E3 uses (one parser, one set of path rules): headers
 are optional but, when present, must name the item's file (a/ b/ prefixes optional); one file per patch, no
 /dev/null, rename or copy; a hunk applies where its context matches, nearest its stated line, trailing whitespace
@@ -15,16 +21,22 @@ E2-only and lives here.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from enum import StrEnum
 from typing import Any
 
+from sv_env_config_verification.loading import DEFAULT_LIMITS
+from sv_shared.answers.parsing import FormatError, decode_json
 from sv_shared.execution.patching import PatchError as DiffError
 from sv_shared.execution.patching import PatchErrorCode, PatchLimits, apply_patch_to_file
 
 MAX_PATCH_BYTES = 200_000
 MAX_JSON_PATCH_OPS = 200
+MAX_JSON_PATCH_DEPTH = DEFAULT_LIMITS.max_depth
+"""A value may not end up nested deeper than the loader accepts a config: deeper could never re-parse."""
+MAX_JSON_PATCH_GROWTH = 256_000
+"""Size (nodes plus characters, about the bytes it would dump to) that adds and copies may add: a config's worth."""
+_MAX_JSON_PATCH_VISITS = 2_000_000
 _DIFF_LIMITS = PatchLimits(max_diff_bytes=MAX_PATCH_BYTES)
 
 
@@ -45,6 +57,9 @@ class PatchErrorReason(StrEnum):
     JSON_PATCH_INVALID = "json_patch_invalid"
     JSON_PATCH_FAILED = "json_patch_failed"
     JSON_PATCH_UNSUPPORTED = "json_patch_unsupported_for_kind"
+    TOO_DEEP = "patch_too_deep"
+    TOO_MANY_OPS = "patch_too_many_ops"
+    GROWTH_EXCEEDED = "patch_growth_exceeded"
 
 
 class PatchError(ValueError):
@@ -96,11 +111,12 @@ JSON_PATCH_OPS = ("add", "remove", "replace", "move", "copy", "test")
 
 
 def validate_json_patch(ops: Any) -> list[dict[str, Any]]:
-    """Check the shape of a JSON Patch document: a list of op objects with the members each op needs."""
+    """Check the shape of a JSON Patch document: a list of op objects with the members each op needs.
+
+    Its bounds (op count, size, depth, growth) are checked when it is applied, so a patch over them costs the patch
+    component, not the whole answer."""
     if not isinstance(ops, list) or not ops:
         raise PatchError(PatchErrorReason.JSON_PATCH_INVALID, "a JSON Patch is a non-empty list of operations")
-    if len(ops) > MAX_JSON_PATCH_OPS:
-        raise PatchError(PatchErrorReason.TOO_LARGE, f"{len(ops)} operations (limit {MAX_JSON_PATCH_OPS})")
     for number, op in enumerate(ops, start=1):
         if not isinstance(op, dict):
             raise PatchError(PatchErrorReason.JSON_PATCH_INVALID, f"operation {number} is not an object")
@@ -129,6 +145,8 @@ def _index(container: list[Any], token: str, *, for_add: bool) -> int:
         return len(container)
     if not re.fullmatch(r"0|[1-9][0-9]*", token):
         raise PatchError(PatchErrorReason.JSON_PATCH_FAILED, f"{token!r} is not an array index")
+    if len(token) > len(str(len(container))):  # int() refuses 4,300 digits; no list is that long anyway
+        raise PatchError(PatchErrorReason.JSON_PATCH_FAILED, f"array index {token[:20]}... out of range")
     index = int(token)
     if index > len(container) or (index == len(container) and not for_add):
         raise PatchError(PatchErrorReason.JSON_PATCH_FAILED, f"array index {index} out of range")
@@ -181,18 +199,86 @@ def _remove(document: Any, path: str) -> tuple[Any, Any]:
     raise PatchError(PatchErrorReason.JSON_PATCH_FAILED, f"path {path!r} does not exist")
 
 
+class _Meter:
+    """Measures the values one JSON Patch places (iteratively: a value may be deeper than the recursion limit),
+    counting what they add to the document and the nodes visited doing so."""
+
+    def __init__(self) -> None:
+        self.growth = 0
+        self.visits = 0
+
+    def measure(
+        self,
+        value: Any,
+        *,
+        at: int,
+        max_size: int | None = None,
+        too_large: PatchErrorReason = PatchErrorReason.TOO_LARGE,
+    ) -> int:
+        """The size of value (nodes plus characters of strings and keys); PatchError when value placed `at` levels
+        down nests deeper than MAX_JSON_PATCH_DEPTH, or when its size passes max_size (reason too_large)."""
+        size = 0
+        stack: list[tuple[Any, int]] = [(value, at)]
+        while stack:
+            node, level = stack.pop()
+            self.visits += 1
+            if self.visits > _MAX_JSON_PATCH_VISITS:
+                raise PatchError(PatchErrorReason.TOO_LARGE, "the patch is too expensive to apply")
+            size += 1
+            if isinstance(node, dict):
+                size += sum(len(key) for key in node)
+                stack.extend((child, level + 1) for child in node.values())
+            elif isinstance(node, list):
+                stack.extend((child, level + 1) for child in node)
+            elif isinstance(node, str):
+                size += len(node)
+            if isinstance(node, dict | list) and level + 1 > MAX_JSON_PATCH_DEPTH:
+                raise PatchError(
+                    PatchErrorReason.TOO_DEEP, f"a value would be nested deeper than {MAX_JSON_PATCH_DEPTH} levels"
+                )
+            if max_size is not None and size > max_size:
+                raise PatchError(too_large, f"a value is larger than the {max_size} (nodes plus characters) left to it")
+        return size
+
+    def grow(self, value: Any, path: str) -> None:
+        """Count a value about to be added at path against what is left of MAX_JSON_PATCH_GROWTH."""
+        left = MAX_JSON_PATCH_GROWTH - self.growth
+        at = len(_pointer(path))
+        self.growth += self.measure(value, at=at, max_size=left, too_large=PatchErrorReason.GROWTH_EXCEEDED)
+
+
+def _check_bounds(ops: list[dict[str, Any]], meter: _Meter) -> None:
+    """The bounds a patch must meet before any op runs: op count, total size and depth of the values it carries."""
+    if len(ops) > MAX_JSON_PATCH_OPS:
+        raise PatchError(PatchErrorReason.TOO_MANY_OPS, f"{len(ops)} operations (limit {MAX_JSON_PATCH_OPS})")
+    size = 0
+    for op in ops:
+        source = op.get("from")  # only move and copy need one; any other op may carry anything there
+        size += len(op["path"]) + (len(source) if isinstance(source, str) else 0)
+        if "value" in op:
+            size += meter.measure(op["value"], at=0, max_size=MAX_PATCH_BYTES - size)
+        if size > MAX_PATCH_BYTES:
+            raise PatchError(PatchErrorReason.TOO_LARGE, f"the operations are larger than {MAX_PATCH_BYTES}")
+
+
 def apply_json_patch(document: Any, ops: Any) -> Any:
-    """A new document with the ops applied in order (the input is not modified); all or nothing."""
+    """A new document with the ops applied in order (the input is not modified); all or nothing, within the bounds
+    in the module docstring."""
+    ops = validate_json_patch(ops)
+    meter = _Meter()
+    _check_bounds(ops, meter)
     result = copy.deepcopy(document)
-    for number, op in enumerate(validate_json_patch(ops), start=1):
+    for number, op in enumerate(ops, start=1):
         name, path = op["op"], op["path"]
         try:
             if name == "add":
+                meter.grow(op["value"], path)
                 result = _add(result, path, copy.deepcopy(op["value"]))
             elif name == "remove":
                 result, _ = _remove(result, path)
             elif name == "replace":
                 _get(result, path)
+                meter.grow(op["value"], path)
                 if _pointer(path):
                     result, _ = _remove(result, path)
                 result = _add(result, path, copy.deepcopy(op["value"]))
@@ -200,24 +286,32 @@ def apply_json_patch(document: Any, ops: Any) -> Any:
                 source = op["from"]
                 if path != source and path.startswith(source + "/"):
                     raise PatchError(PatchErrorReason.JSON_PATCH_FAILED, "cannot move a value into itself")
+                value = _get(result, source)
+                if len(_pointer(path)) > len(_pointer(source)):  # only a move down can nest deeper
+                    meter.measure(value, at=len(_pointer(path)))
                 result, value = _remove(result, source)
                 result = _add(result, path, value)
             elif name == "copy":
-                result = _add(result, path, copy.deepcopy(_get(result, op["from"])))
+                value = _get(result, op["from"])
+                meter.grow(value, path)
+                result = _add(result, path, copy.deepcopy(value))
             elif _get(result, path) != op["value"]:
                 raise PatchError(PatchErrorReason.JSON_PATCH_FAILED, f"test failed at {path!r}")
         except PatchError as error:
-            raise PatchError(error.reason, f"operation {number} ({name} {path!r}): {error}") from None
+            message = str(error).removeprefix(f"{error.reason.value}: ")
+            raise PatchError(error.reason, f"operation {number} ({name} {path!r}): {message}") from None
     return result
 
 
-def json_patch_from_text(text: str) -> list[dict[str, Any]] | None:
-    """A JSON Patch sent as a string (some models quote it): the op list, or None when the text is not one."""
+def json_patch_from_text(text: str) -> tuple[list[dict[str, Any]] | None, FormatError | None]:
+    """A JSON Patch sent as a string (some models quote it): (the op list, None); (None, None) when the text is not
+    one (it is then read as a diff); (None, duplicate_key or json_too_deep) when it is one the answer rules refuse."""
     stripped = text.strip()
     if not stripped.startswith("["):
-        return None
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return None
-    return value if isinstance(value, list) and all(isinstance(op, dict) for op in value) else None
+        return None, None
+    value, error = decode_json(stripped)
+    if error in (FormatError.DUPLICATE_KEY, FormatError.TOO_DEEP):
+        return None, error
+    if isinstance(value, list) and all(isinstance(op, dict) for op in value):
+        return value, None
+    return None, None

@@ -6,10 +6,12 @@ JSON list of findings the oracle (all available scanners, deduplicated by canoni
 the content, and the label follows from it: vulnerable iff there is at least one finding with a canonical id.
 
 Answers: `{"violations": [{"id", "severity", "resource"?, "evidence"?}], "patch": <unified diff> | <JSON Patch op
-list> | null, "confidence": 0..1}`. Violation ids match the canonical vocabulary case-insensitively (surrounding
-space ignored, "-" read as "_"). An id outside the vocabulary is NOT a format failure: it is kept (`known: false`)
-and scored as a false positive, because one wrong claim should cost that claim, not zero out the whole answer
-(its patch included). Everything that makes the answer unusable is a named format failure (AnswerError).
+list> | null, "confidence": 0..1}`; an object that repeats a key anywhere in the answer (a quoted JSON Patch
+included) is refused as duplicate_key, JSON nested deeper than sv_shared.answers.parsing.MAX_JSON_DEPTH as
+json_too_deep. Violation ids match the canonical vocabulary case-insensitively (surrounding space ignored, "-" read
+as "_"). An id outside the vocabulary is NOT a format failure: it is kept (`known: false`) and scored as a false
+positive, because one wrong claim should cost that claim, not zero out the whole answer (its patch included).
+Everything that makes the answer unusable is a named format failure (AnswerError, FormatError).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pandera.api.polars.types import PolarsData
 
 from sv_env_config_verification.canonical import CANONICAL
 from sv_env_config_verification.patching import PatchError, json_patch_from_text, validate_json_patch
-from sv_shared.answers.parsing import extract_json_object, parse_confidence
+from sv_shared.answers.parsing import FormatError, extract_json_object, parse_confidence
 from sv_shared.contracts import ParseResult
 from sv_shared.data.frames import PROVENANCE_COLUMNS, FrameRules, json_object_rows, provenance_matches_source
 from sv_shared.data.hashing import content_hash
@@ -285,12 +287,15 @@ def _violation(entry: Any) -> tuple[dict[str, Any] | None, AnswerError | None]:
     }, None
 
 
-def _patch(value: Any) -> tuple[str | list[dict[str, Any]] | None, AnswerError | None]:
-    """null / "" -> None; a string -> a unified diff (or a JSON Patch quoted as a string); a list -> JSON Patch."""
+def _patch(value: Any) -> tuple[str | list[dict[str, Any]] | None, AnswerError | FormatError | None]:
+    """null / "" -> None; a string -> a unified diff (or a JSON Patch quoted as a string, under the same answer rules:
+    a repeated key or too deep nesting is a format failure); a list -> JSON Patch."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, None
     if isinstance(value, str):
-        ops = json_patch_from_text(value)
+        ops, error = json_patch_from_text(value)
+        if error:
+            return None, error
         value = ops if ops is not None else value
     if isinstance(value, str):
         return value, None

@@ -12,10 +12,12 @@ Reward = weighted mean of three components in [0, 1] (weights in configs/envs/e2
   matched finding weight / all finding weight. On a clean config (no findings) an empty list scores 1 and any
   prediction scores 0.
 - patch: no patch scores 1 on a clean config and 0 on a vulnerable one. A patch is applied (patching.py), must
-  parse as the same kind (loading.parse_config), must not be destructive (`destructive_change`), and both texts
-  are scanned by the oracle: score = (weight of findings removed - penalty * weight of findings introduced) /
-  weight of findings before, clipped to [0, 1]; on a clean config 1 if nothing is introduced, else 0. Every
-  refusal is a named error in details["patch"]["error"] with patch score 0; detection keeps its credit.
+  parse as the same kind (loading.parse_config), must not be destructive (`destructive_change`), must add no
+  scanner suppression directive (a skip comment or ignore annotation, sv_shared.execution.suppressions: silencing a
+  scanner is no fix, even beside one), and both texts are scanned by the oracle: score = (weight of findings
+  removed - penalty * weight of findings introduced) / weight of findings before, clipped to [0, 1]; on a clean
+  config 1 if nothing is introduced, else 0. Every refusal is a named error in details["patch"]["error"] with
+  patch score 0; detection keeps its credit.
 - format: 1 when the answer parses (a parse failure zeroes every component and names the reason).
 """
 
@@ -39,6 +41,7 @@ from sv_shared.config import outputs_dir
 from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.findings import SEVERITY_WEIGHTS, Finding
+from sv_shared.execution.suppressions import added_suppressions
 
 if TYPE_CHECKING:
     from sv_env_config_verification.oracle import Oracle
@@ -298,6 +301,10 @@ def evaluate_patch(
         outcome.destructive = True
         outcome.error, outcome.detail = "destructive_fix", reason
         return outcome
+    silenced = added_suppressions(item["content"], patched)
+    if silenced:
+        outcome.error, outcome.detail = "adds_suppression", f"the patch tells {', '.join(silenced)} to skip findings"
+        return outcome
     scans = oracle.scan_many([(item["filename"], item["content"]), (item["filename"], patched)])
     failed = next((scan.error for scan in scans if scan.error), None)
     if failed:
@@ -370,6 +377,8 @@ def prescan(items: Sequence[Mapping[str, Any]], completions: Sequence[str], orac
         try:
             patched = _apply(item, parsed.output["patch"])
         except (PatchError, ConfigParseError):
+            continue
+        if added_suppressions(item["content"], patched):
             continue
         configs.extend([(item["filename"], item["content"]), (item["filename"], patched)])
     if configs:
@@ -522,7 +531,7 @@ class ConfigVerifier(CompletionVerifier):
     the scanners is expensive and many uses of the environment (prompts, splits) never need them. The data
     loaders, the tool-oracle baseline and the tool episodes share it through `oracle`."""
 
-    version = "e2-verifier-1"
+    version = "e2-verifier-3"
 
     def __init__(self, config: Config, *, oracle: Oracle | None = None) -> None:
         self.settings = VerifierSettings.from_config(config)

@@ -7,8 +7,9 @@ Reward components (each in [0, 1]; the reward is their weighted mean, weights in
   `costs.abstain` only where the evidence is genuinely mixed (detectors.is_mixed: the detectors' suspicion lies in
   `abstention.mixed_band`); anywhere else it is costed as the wrong answer it avoided (a miss on a phish, a false
   alarm on a legitimate email), so abstaining pays only where a careful analyst would hesitate too.
-- evidence_precision: share of the answer's distinct (type, quote) entries that are grounded and point at an
-  indicator the detectors found for that type (the quote contains one of its anchors, or lies inside one).
+- evidence_precision: grounded entries that point at an indicator the detectors found for their type (the quote
+  contains one of its anchors, or lies inside one), counted once per distinct (type, quote), over every entry the
+  answer lists: a repeated entry supports nothing new, so padding the list with copies lowers precision.
 - evidence_recall: share of the indicator types the detectors found that some such entry covers.
 - grounding: share of entries whose quote occurs in the email (normalized: case, whitespace and invisible
   characters ignored; 4 to 300 characters). An ungrounded entry scores nothing anywhere.
@@ -118,7 +119,8 @@ class EvidenceScore:
 
 
 def score_evidence(analysis: Analysis, evidence: Sequence[Mapping[str, str]]) -> EvidenceScore:
-    """Precision, recall and grounding of distinct (type, normalized quote) entries against the detectors."""
+    """Precision, recall and grounding of distinct (type, normalized quote) entries against the detectors; precision
+    divides by every listed entry, copies included."""
     entries = list(dict.fromkeys((entry["type"], normalize(entry["quote"])) for entry in evidence))
     grounded = [analysis.grounded(quote) for _, quote in entries]
     supported = [
@@ -130,7 +132,7 @@ def score_evidence(analysis: Analysis, evidence: Sequence[Mapping[str, str]]) ->
     n = len(entries)
     empty = 0.0 if detected else 1.0
     return EvidenceScore(
-        precision=sum(supported) / n if n else empty,
+        precision=sum(supported) / len(evidence) if n else empty,
         recall=len(set(covered) & detected) / len(detected) if detected else 1.0,
         grounding=sum(grounded) / n if n else empty,
         n_entries=n,
@@ -268,7 +270,7 @@ class PhishingVerifier(CompletionVerifier):
     """The components above for a {"label", "confidence", "evidence"} answer, against the label and the detectors'
     analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
 
-    version = "e4-verifier-1"
+    version = "e4-verifier-3"
 
     def __init__(self, config: Config) -> None:
         self.task = phishing_task(config)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sv_env_redteam_attack.schema import TACTICS
-from sv_shared.answers.parsing import extract_json_object
+from sv_shared.answers.parsing import FormatError, extract_json_object
 from sv_shared.contracts import Message, ParseResult
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
 
@@ -71,11 +71,16 @@ def target_messages(system_prompt: str, exchanges: Sequence[tuple[str, str]], pe
 
 
 def parse_attack(completion: str) -> ParseResult:
-    """{"message", "tactic"} from JSON when present, otherwise the whole completion as the message."""
+    """{"message", "tactic"} from JSON when present, otherwise the whole completion as the message.
+
+    JSON that repeats a key is refused (duplicate_key), not read as plain text or resolved to one of its values: the
+    message a reader of the transcript sees must be the one the target was sent."""
     text = completion.strip()
     if not text:
         return ParseResult(None, "empty_message")
-    obj, _ = extract_json_object(text)
+    obj, error = extract_json_object(text)
+    if error == FormatError.DUPLICATE_KEY:
+        return ParseResult(None, error)
     message, tactic, structured = text, None, False
     if obj is not None and isinstance(obj.get("message"), str):
         message, structured = obj["message"].strip(), True

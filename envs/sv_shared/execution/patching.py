@@ -21,7 +21,7 @@ import fnmatch
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -46,6 +46,12 @@ PYTEST_PROTECTED: tuple[str, ...] = (
 )
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_MAX_LINE_DIGITS = 9  # no file has a billion lines; int() refuses 4,300 digits with a ValueError
+# Paths a patch may name: a file system refuses longer ones (NAME_MAX, PATH_MAX) with an OSError, far too late.
+MAX_PATH_BYTES = 1024
+MAX_PATH_PART_BYTES = 255
+MAX_PATH_PARTS = 32
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SYMLINK_MODE = "120000"
 _GITLINK_MODE = "160000"
 _NO_EOL = "\\ No newline at end of file"
@@ -202,6 +208,8 @@ def _parse_hunk(lines: list[str], i: int, *, strict: bool = False) -> tuple[Hunk
     """
     header = lines[i]
     match = _HUNK_HEADER.match(header)
+    if match and any(len(number) > _MAX_LINE_DIGITS for number in match.groups() if number):
+        raise _err(PatchErrorCode.MALFORMED_DIFF, f"line number out of range in hunk header {header[:60]!r}")
     if match:
         old_start, new_start = int(match.group(1)), int(match.group(3))
         old_len = int(match.group(2)) if match.group(2) is not None else 1
@@ -347,14 +355,26 @@ def parse_unified_diff(
 # ------------------------------------------------------------------------------------------------------- path rules
 def normalize_path(raw: str) -> str:
     """A project-relative POSIX path, or PatchError(path_outside_project): no absolute paths, no "..", no backslashes,
-    no NUL, no .git metadata."""
-    if not raw or "\0" in raw or "\\" in raw or raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
-        raise _err(PatchErrorCode.PATH_OUTSIDE_PROJECT, f"path {raw!r} is absolute or not a plain path", raw)
+    no control characters, nothing UTF-8 cannot encode, no .git metadata; or PatchError(too_large): longer than
+    MAX_PATH_BYTES, a part longer than MAX_PATH_PART_BYTES, or more than MAX_PATH_PARTS parts."""
+    shown = raw[:200]
+    if not raw or _CONTROL.search(raw) or "\\" in raw or raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
+        raise _err(PatchErrorCode.PATH_OUTSIDE_PROJECT, f"path {shown!r} is absolute or not a plain path", shown)
+    try:
+        size = len(raw.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise _err(PatchErrorCode.PATH_OUTSIDE_PROJECT, f"path {shown!r} is not UTF-8 text", shown) from None
     parts = [part for part in raw.split("/") if part not in ("", ".")]
     if not parts or ".." in parts:
-        raise _err(PatchErrorCode.PATH_OUTSIDE_PROJECT, f"path {raw!r} leaves the project", raw)
+        raise _err(PatchErrorCode.PATH_OUTSIDE_PROJECT, f"path {shown!r} leaves the project", shown)
     if ".git" in parts:
-        raise _err(PatchErrorCode.PATH_OUTSIDE_PROJECT, f"path {raw!r} is version-control metadata", raw)
+        raise _err(PatchErrorCode.PATH_OUTSIDE_PROJECT, f"path {shown!r} is version-control metadata", shown)
+    if (
+        size > MAX_PATH_BYTES
+        or len(parts) > MAX_PATH_PARTS
+        or max(len(p.encode()) for p in parts) > MAX_PATH_PART_BYTES
+    ):
+        raise _err(PatchErrorCode.TOO_LARGE, f"path {shown!r} is too long or too deep", shown)
     return "/".join(parts)
 
 
@@ -407,18 +427,28 @@ class _Budget:
             raise _err(PatchErrorCode.TOO_LARGE, "the patch is too expensive to locate in the file")
 
 
+def _nearest_first(hint: int, floor: int, last: int) -> Iterator[int]:
+    """floor..last ordered by distance from hint, the lower first on ties, without sorting the whole range."""
+    yield hint
+    for distance in range(1, max(hint - floor, last - hint) + 1):
+        if hint - distance >= floor:
+            yield hint - distance
+        if hint + distance <= last:
+            yield hint + distance
+
+
 def _find(lines: list[str], want: list[str], hint: int | None, floor: int, budget: _Budget) -> int | None:
-    """Where want occurs in lines at or after floor: exact match nearest the hint first, then whitespace-loose."""
+    """Where want occurs in lines at or after floor: exact match nearest the hint first, then whitespace-loose.
+
+    Every position tried costs the budget, so many hunks over a long file stay linear work, not hunks x lines."""
     last = len(lines) - len(want)
     if last < floor:
         return None
-    candidates = range(floor, last + 1)
-    if hint is not None:
-        hint = min(max(hint, floor), last)
-        candidates = sorted(candidates, key=lambda p: (abs(p - hint), p))
     first = want[0].rstrip()
     for loose in (False, True):
-        for pos in candidates:
+        positions = range(floor, last + 1) if hint is None else _nearest_first(min(max(hint, floor), last), floor, last)
+        for pos in positions:
+            budget.spend(1)
             if lines[pos].rstrip() != first:
                 continue
             budget.spend(len(want))
