@@ -29,7 +29,7 @@ def detection_task(config: Config) -> DetectionTask:
 class NetworkLogsVerifier(CompletionVerifier):
     """Accuracy, calibration, asymmetric cost and format of a {"label", "confidence", "rationale"} answer."""
 
-    version = "e1-verifier-3"
+    version = "e1-verifier-2"
 
     def __init__(self, config: Config) -> None:
         self.task = detection_task(config)

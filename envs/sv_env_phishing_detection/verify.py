@@ -270,7 +270,7 @@ class PhishingVerifier(CompletionVerifier):
     """The components above for a {"label", "confidence", "evidence"} answer, against the label and the detectors'
     analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
 
-    version = "e4-verifier-3"
+    version = "e4-verifier-2"
 
     def __init__(self, config: Config) -> None:
         self.task = phishing_task(config)

@@ -96,7 +96,7 @@ class RedteamAttackVerifier(DialogueVerifier):
     """Scores an attack dialogue from its judged transcript; novelty is measured against the injected archive and the
     behaviour's own goal."""
 
-    version = "e5-verifier-3"
+    version = "e5-verifier-2"
 
     def __init__(self, config: Config, archive: NoveltyArchive) -> None:
         self.dialogue = config.dialogue
