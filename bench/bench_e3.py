@@ -26,7 +26,7 @@ from typing import Any
 
 from sv_env_code_vulnerability import data
 from sv_env_code_vulnerability.env import build
-from sv_env_code_vulnerability.harness import HARNESS_CONFTEST_SOURCE, REPORT_NAME, Harness, write_project
+from sv_env_code_vulnerability.harness import HARNESS_CONFTEST_SOURCE, Harness, write_project
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import HARNESS_CONFTEST, item_files, item_list
 from sv_env_code_vulnerability.verify import answer_json
@@ -51,10 +51,7 @@ def bench_overhead(item: dict[str, Any], repeats: int) -> dict[str, float]:
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="sv-e3-bench-") as tmp:
             write_project(Path(tmp), {**files, HARNESS_CONFTEST: HARNESS_CONFTEST_SOURCE})
-            args = [
-                a if not a.startswith("--junitxml=") else f"--junitxml={tmp}/{REPORT_NAME}"
-                for a in harness.pytest_args(tests)
-            ]
+            args = harness.pytest_args(tests)
             started = time.perf_counter()
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", os.devnull, *args],

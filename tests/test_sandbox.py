@@ -378,3 +378,91 @@ def test_patches_renaming_tests_or_escaping_are_refused_before_anything_runs(tmp
         assert caught.value.code == code
         assert not (tmp_path / "dest").exists()
     assert not Path("/etc/secverify-pwned").exists()
+
+
+@needs_sandbox
+def test_a_started_run_lists_its_processes_and_stops_at_once_without_naming_a_limit(tmp_path: Path) -> None:
+    run = Sandbox().start(["sleep", "30"], workdir=tmp_path, limits=FAST)
+    deadline = time.monotonic() + 5
+    while len(run.pids()) < 3 and time.monotonic() < deadline:  # bwrap, its pid 1 and the command
+        time.sleep(0.01)
+    assert len(run.pids()) >= 3
+    started = time.monotonic()
+    run.stop()
+    result = run.wait()
+    assert time.monotonic() - started < 2
+    assert result.killed_reason is None and not result.timed_out
+    assert run.pids() == set()
+
+
+@needs_sandbox
+def test_mounts_shared_tmp_private_tmpfs_read_only_dirs_and_passed_descriptors(tmp_path: Path) -> None:
+    shared, readable, work = tmp_path / "shared", tmp_path / "readable", tmp_path / "work"
+    for folder in (shared, readable, work):
+        folder.mkdir()
+    os.chown(shared, SANDBOX_UID, SANDBOX_UID)
+    (readable / "note.txt").write_text("from the host")
+    read_end, write_end = os.pipe()
+    code = f"""
+        import os
+        open("/tmp/from-sandbox", "w").write("shared")
+        open("/run/private/x", "w").write("private")
+        print(open("/run/ro/note.txt").read())
+        try:
+            open("/run/ro/new", "w")
+        except OSError as exc:
+            print("ro", type(exc).__name__)
+        os.write({write_end}, b"through the pipe")
+        print(open("/opt/tool").read().strip(), oct(os.stat("/opt/tool").st_mode & 0o777))
+    """
+    try:
+        run = Sandbox().start(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            workdir=work,
+            limits=FAST,
+            executables={"/opt/tool": b"#!/bin/sh\n"},
+            mounts=sandbox_module.SandboxMounts(
+                binds={"/tmp": shared}, ro_dirs={"/run/ro": readable}, tmpfs=("/run/private",)
+            ),
+            pass_fds=(write_end,),
+        )
+        result = run.wait()
+        os.close(write_end)
+        assert result.ok, result.stderr
+        assert os.read(read_end, 100) == b"through the pipe"
+    finally:
+        os.close(read_end)
+    assert result.stdout.split("\n")[:3] == ["from the host", "ro OSError", "#!/bin/sh 0o755"]  # EROFS
+    assert (shared / "from-sandbox").read_text() == "shared"
+    assert not (readable / "new").exists()
+
+
+@needs_sandbox
+def test_a_scratch_filesystem_caps_what_a_run_can_write_and_goes_away(tmp_path: Path) -> None:
+    with sandbox_module.scratch_filesystem(4 * 2**20, inodes=64, root=tmp_path) as scratch:
+        work = scratch / "work"
+        work.mkdir()
+        result = run_python(
+            """
+            try:
+                with open("big", "wb") as handle:
+                    for _ in range(16):
+                        handle.write(b"x" * 2**20)
+            except OSError as exc:
+                print("refused", exc.errno)
+            """,
+            work,
+        )
+        assert "refused 28" in result.stdout  # ENOSPC: the host's disk was never at risk
+        assert sandbox_module.scratch_usage(scratch).full
+    assert not scratch.exists()
+    assert str(scratch) not in Path("/proc/self/mountinfo").read_text()
+
+
+@needs_sandbox
+def test_scratch_left_by_a_dead_process_is_removed(tmp_path: Path) -> None:
+    stale = tmp_path / f"{sandbox_module.SCRATCH_PREFIX}999999999-abc"
+    stale.mkdir()
+    sandbox_module._mount_tmpfs(stale, 2**20, 16)
+    sandbox_module._remove_stale_scratch()
+    assert not stale.exists()

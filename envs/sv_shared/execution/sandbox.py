@@ -13,16 +13,25 @@ public address, so untrusted code never runs outside this module, and there is n
 * an empty environment plus what the caller passes (never the caller's own environment: API keys stay outside);
 * limits: a per-run cgroup v1 for memory (memory + memsw) and pids (RLIMIT_NPROC does nothing as root), RLIMIT_CPU,
   RLIMIT_FSIZE, RLIMIT_NOFILE and RLIMIT_CORE=0 via ``prlimit``, a wall-clock timeout, and an output cap enforced
-  while reading; on any exit every process left in the run's cgroup is killed and the cgroup removed.
+  while reading; on any exit every process left in the run's cgroup is killed and the cgroup removed. The work dir
+  has no quota of its own: bind it from a scratch_filesystem() to cap it.
 
 The launch chain is ``sh`` (joins the cgroups, so nothing runs outside them) -> ``prlimit`` -> ``bwrap`` -> ``sh``
 (inside, marks that the set-up succeeded) -> ``setpriv`` -> the command; it avoids ``preexec_fn``, which is unsafe
 in threaded callers such as Dagster. Callers must treat SandboxResult.killed_reason (any value) as a failed run.
+
+Sandbox.run() runs one command to its end. Sandbox.start() returns a SandboxRun for callers that run several
+sandboxes together (E3's worker and test process): it can list the processes in its cgroup (what is left after a
+command, seen by the kernel, not by the sandboxed code) and be stopped from another thread; SandboxMounts adds host
+directories (read-write, read-only, or at /tmp to share it) and private tmpfs mounts, and pass_fds hands the command
+a pipe or socket to a trusted peer. scratch_filesystem() gives such runs a size- and inode-capped tmpfs on the host
+to bind their writable directories from: the disk quota (a full one fails writes with ENOSPC; scratch_usage() tells).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import math
 import os
@@ -32,9 +41,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -233,6 +244,94 @@ def _smoke_test(bwrap: str) -> str | None:
     return None
 
 
+SCRATCH_PREFIX = "sv-scratch-"
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MNT_DETACH = 2
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _mount_tmpfs(target: Path, size_bytes: int, inodes: int) -> None:
+    options = f"size={size_bytes},nr_inodes={inodes},mode=0755".encode()
+    if _libc().mount(b"tmpfs", os.fsencode(target), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error), str(target))
+
+
+def _unmount(target: Path) -> None:
+    _libc().umount2(os.fsencode(target), _MNT_DETACH)
+
+
+@contextlib.contextmanager
+def scratch_filesystem(size_bytes: int, *, inodes: int = 16384, root: Path | None = None) -> Iterator[Path]:
+    """A fresh tmpfs of at most size_bytes and `inodes` files, mounted on a new host directory and unmounted and
+    removed on exit: the disk quota of runs whose writable directories are bound from it (a run that fills it gets
+    ENOSPC instead of filling the host's disk; its pages also count against the writer's memory cgroup)."""
+    path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=root))
+    try:
+        _mount_tmpfs(path, size_bytes, inodes)
+    except OSError as exc:
+        path.rmdir()
+        raise SandboxUnavailable(f"cannot mount a tmpfs scratch filesystem at {path}: {exc.strerror}") from exc
+    try:
+        yield path
+    finally:
+        _unmount(path)
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+@dataclass(frozen=True)
+class ScratchUsage:
+    used_bytes: int
+    size_bytes: int
+    free_inodes: int
+
+    @property
+    def full(self) -> bool:
+        """No room left for another block or another file: a writer has hit the quota."""
+        return self.used_bytes >= self.size_bytes or self.free_inodes == 0
+
+
+def scratch_usage(path: Path) -> ScratchUsage:
+    stats = os.statvfs(path)
+    return ScratchUsage(
+        used_bytes=(stats.f_blocks - stats.f_bfree) * stats.f_frsize,
+        size_bytes=stats.f_blocks * stats.f_frsize,
+        free_inodes=stats.f_ffree,
+    )
+
+
+def _remove_stale_scratch() -> None:
+    """Unmount and remove scratch filesystems left by a process that died mid-run (their name carries its pid)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        mount_point = Path(fields[4].replace("\\040", " "))
+        match = re.fullmatch(rf"{SCRATCH_PREFIX}(\d+)-\w+", mount_point.name)
+        if match and not Path(f"/proc/{match.group(1)}").exists():
+            _unmount(mount_point)
+            with contextlib.suppress(OSError):
+                mount_point.rmdir()
+
+
+def _probe_scratch() -> str | None:
+    try:
+        with scratch_filesystem(_MIB, inodes=16):
+            return None
+    except SandboxUnavailable as exc:
+        return f"{exc} (scratch filesystems cap the disk a run may fill)"
+
+
 @functools.lru_cache(maxsize=1)
 def _cached_status() -> SandboxStatus:
     missing: list[str] = []
@@ -279,6 +378,11 @@ def _cached_status() -> SandboxStatus:
             _remove_stale_cgroups(root / CGROUP_NAME)
     if not missing and bwrap is not None:
         problem = _smoke_test(bwrap)
+        if problem:
+            missing.append(problem)
+    if not missing:
+        _remove_stale_scratch()
+        problem = _probe_scratch()
         if problem:
             missing.append(problem)
     return SandboxStatus(
@@ -394,6 +498,12 @@ class _RunCgroups:
     def peak_memory(self) -> int | None:
         return _read_int(self.memory / "memory.max_usage_in_bytes")
 
+    def pids_now(self) -> set[int]:
+        try:
+            return {int(p) for p in (self.pids / "cgroup.procs").read_text().split()}
+        except OSError:
+            return set()
+
     def kill_all(self, deadline_s: float = 5.0) -> None:
         """SIGKILL every process in the run until both cgroups are empty (a fork bomb refills, so loop)."""
         end = time.monotonic() + deadline_s
@@ -460,10 +570,11 @@ class _Streams:
     overflow: bool = False
     timed_out: bool = False
     pids_killed: bool = False
+    stopped: bool = False
 
     @property
     def stop(self) -> bool:
-        return self.overflow or self.timed_out or self.pids_killed
+        return self.overflow or self.timed_out or self.pids_killed or self.stopped
 
 
 _POLL_S = 0.05
@@ -475,16 +586,19 @@ def _pump(
     deadline: float,
     limits: SandboxLimits,
     pids_hit: Callable[[], bool],
+    stop_requested: threading.Event,
 ) -> _Streams:
     """Read both streams (keeping max_output_bytes each) and feed stdin until EOF, overflow, a refused fork (when
-    kill_on_pids_limit) or the deadline; then wait for the process under the same rules."""
+    kill_on_pids_limit), the deadline or the caller's stop request; then wait for the process under the same rules."""
     streams = _Streams()
     next_check = time.monotonic() + _POLL_S
 
     def must_stop() -> bool:
         nonlocal next_check
         now = time.monotonic()
-        if now >= deadline:
+        if stop_requested.is_set():
+            streams.stopped = True
+        elif now >= deadline:
             streams.timed_out = True
         elif limits.kill_on_pids_limit and now >= next_check:
             next_check = now + _POLL_S
@@ -550,6 +664,109 @@ def _pump(
     return streams
 
 
+@dataclass(frozen=True)
+class SandboxMounts:
+    """Extra mounts of one run: sandbox path -> host directory bound read-write (``/tmp`` here replaces the private
+    tmpfs, so two sandboxes can share it) or read-only, and private size-limited tmpfs mount points."""
+
+    binds: Mapping[str, Path] = field(default_factory=dict)
+    ro_dirs: Mapping[str, Path] = field(default_factory=dict)
+    tmpfs: Sequence[str] = ()
+
+
+class SandboxRun:
+    """A started sandboxed command (Sandbox.start): wait() pumps its output and ends the run; stop() (from another
+    thread) asks it to end early without counting as a limit; pids() lists the processes in its cgroup now."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        cgroups: _RunCgroups,
+        limits: SandboxLimits,
+        stdin: bytes | None,
+        started: float,
+        status_r: int,
+        to_close: tuple[int, ...],
+    ) -> None:
+        self._proc = proc
+        self._cgroups = cgroups
+        self._limits = limits
+        self._stdin = stdin
+        self._started = started
+        self._status_r = status_r
+        self._to_close = to_close
+        self._stop = threading.Event()
+
+    def pids(self) -> set[int]:
+        """Host pids of every process in the run's pids cgroup (empty once the run has ended)."""
+        return self._cgroups.pids_now()
+
+    def stop(self) -> None:
+        """End the run now (thread-safe): wait() then returns without naming a limit."""
+        self._stop.set()
+        if self._proc.poll() is None:  # once reaped, its process group id may belong to someone else
+            _killpg(self._proc)
+        self._cgroups.kill_all()
+
+    def wait(self) -> SandboxResult:
+        """Pump output until the command ends, a limit is hit or stop() is called; kill what is left, remove the
+        cgroups and return the result. Raises SandboxError when the sandbox itself did not start."""
+        proc, cgroups, limits = self._proc, self._cgroups, self._limits
+        try:
+            streams = _pump(
+                proc,
+                self._stdin,
+                self._started + limits.timeout_s,
+                limits,
+                lambda: cgroups.pids_refused() > 0,
+                self._stop,
+            )
+            if streams.stop:
+                _killpg(proc)
+            cgroups.kill_all()
+            returncode = proc.wait()
+            wall_s = time.monotonic() - self._started
+            if not _read_all(self._status_r).startswith("S"):
+                detail = bytes(streams.err).decode(errors="replace").strip()
+                raise SandboxError(f"the sandbox did not start (exit status {returncode}): {detail}")
+            oom, refused, peak = cgroups.oom_kills(), cgroups.pids_refused(), cgroups.peak_memory()
+        finally:
+            if proc.poll() is None:
+                _killpg(proc)
+                proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None and not pipe.closed:
+                    pipe.close()
+            cgroups.kill_all()
+            cgroups.remove()
+            # Each descriptor exactly once: a second close could hit a descriptor another thread just opened.
+            for fd in self._to_close:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        reason: KilledReason | None = None
+        if streams.overflow:
+            reason = "output"
+        elif oom:
+            reason = "memory"
+        elif refused or streams.pids_killed:
+            reason = "pids"
+        elif streams.timed_out:
+            reason = "timeout"
+        elif returncode in (128 + signal.SIGXCPU, 128 + signal.SIGKILL) and not streams.stopped:
+            reason = "cpu"  # SIGXCPU at the soft RLIMIT_CPU, SIGKILL at the hard one (or a SIGKILL from inside)
+        return SandboxResult(
+            returncode=returncode,
+            stdout=bytes(streams.out).decode(errors="replace"),
+            stderr=bytes(streams.err).decode(errors="replace"),
+            stdout_truncated=streams.seen_out > len(streams.out),
+            stderr_truncated=streams.seen_err > len(streams.err),
+            timed_out=streams.timed_out,
+            killed_reason=reason,
+            wall_s=wall_s,
+            peak_memory_bytes=peak,
+        )
+
+
 class Sandbox:
     """A configured sandbox: which interpreter (and so which installation) the sandboxed code may use.
 
@@ -602,7 +819,8 @@ class Sandbox:
         limits: SandboxLimits,
         env: Mapping[str, str],
         readonly_paths: Sequence[PurePosixPath],
-        data_fds: Mapping[str, int],
+        data_fds: Mapping[str, tuple[int, str]],
+        mounts: SandboxMounts,
     ) -> list[str]:
         args = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]  # fmt: skip
@@ -611,7 +829,8 @@ class Sandbox:
         args += _system_binds()
         args += ["--proc", "/proc", "--dev", "/dev"]
         # tmpfs mounts first: nothing may be bound under /tmp before it is mounted (NOTES.md).
-        args += ["--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
+        if "/tmp" not in mounts.binds:
+            args += ["--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp"]
         args += ["--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", "/dev/shm"]
         made: set[str] = {"/", "/usr", "/tmp", "/proc", "/dev"}
 
@@ -624,14 +843,23 @@ class Sandbox:
                     made.add(str(parent))
             return out
 
+        for dest in mounts.tmpfs:
+            args += [*parents(dest), "--perms", "1777", "--size", str(limits.tmpfs_bytes), "--tmpfs", dest]
+            made.add(dest)
+        for dest, host in mounts.binds.items():
+            args += [*parents(dest), "--bind", str(host), dest]
+            made.add(dest)
+        for dest, host in mounts.ro_dirs.items():
+            args += [*parents(dest), "--ro-bind", str(host), dest]
+            made.add(dest)
         for path in self.ro_binds:
             args += [*parents(path), "--ro-bind", path, path]
             made.add(path)
         for ld_file in ("/etc/ld.so.cache", "/etc/localtime"):
             if os.path.exists(ld_file):
                 args += [*parents(ld_file), "--ro-bind", ld_file, ld_file]
-        for dest, fd in data_fds.items():
-            args += [*parents(dest), "--perms", "0644", "--ro-bind-data", str(fd), dest]
+        for dest, (fd, mode) in data_fds.items():
+            args += [*parents(dest), "--perms", mode, "--ro-bind-data", str(fd), dest]
         args += ["--bind", str(workdir), SANDBOX_WORKDIR]
         for rel in readonly_paths:
             args += ["--ro-bind", str(workdir / rel), f"{SANDBOX_WORKDIR}/{rel}"]
@@ -655,6 +883,38 @@ class Sandbox:
         or rename them (test files, conftest.py). files maps absolute sandbox paths outside /workspace to contents
         bound read-only (e.g. a pristine pytest.ini). Raises SandboxUnavailable, never runs unsandboxed.
         """
+        return self.start(
+            argv,
+            workdir=workdir,
+            limits=limits,
+            env=env,
+            stdin=stdin,
+            readonly_paths=readonly_paths,
+            files=files,
+            chown_workdir=chown_workdir,
+        ).wait()
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        workdir: Path,
+        limits: SandboxLimits,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        readonly_paths: Sequence[str] = (),
+        files: Mapping[str, bytes] | None = None,
+        executables: Mapping[str, bytes] | None = None,
+        chown_workdir: bool = True,
+        mounts: SandboxMounts | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> SandboxRun:
+        """Start argv in the sandbox (as run() does) and return at once; the caller must wait() on the result.
+
+        executables are like files but bound 0755. mounts adds read-write and read-only host directories and
+        private tmpfs mounts (a host directory bound at /tmp replaces the private /tmp). pass_fds are the caller's
+        descriptors the command inherits at the same numbers (a pipe or socket to a trusted peer).
+        """
         status = sandbox_status()
         if not status.available:
             raise SandboxUnavailable(status.describe())
@@ -662,6 +922,7 @@ class Sandbox:
         if not argv:
             raise ValueError("argv must not be empty")
         workdir = self._check_workdir(workdir)
+        mounts = mounts or SandboxMounts()
         full_env = {"PATH": f"{Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": SANDBOX_WORKDIR,
                     "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}  # fmt: skip
         full_env.update(env or {})
@@ -672,26 +933,32 @@ class Sandbox:
         for rel in rel_readonly:
             if not os.path.lexists(_no_symlinks(workdir, rel)):
                 raise ValueError(f"read-only path {rel} does not exist in {workdir}")
-        extra_files = dict(files or {})
-        for dest in extra_files:
+        data = {dest: (content, "0644") for dest, content in (files or {}).items()}
+        data.update({dest: (content, "0755") for dest, content in (executables or {}).items()})
+        for dest in (*data, *mounts.binds, *mounts.ro_dirs, *mounts.tmpfs):
             if not dest.startswith("/") or _is_under(dest, SANDBOX_WORKDIR) or ".." in PurePosixPath(dest).parts:
-                raise ValueError(f"sandbox data file must be an absolute path outside {SANDBOX_WORKDIR}: {dest!r}")
+                raise ValueError(f"sandbox path must be absolute and outside {SANDBOX_WORKDIR}: {dest!r}")
         if chown_workdir:
             _chown_tree(workdir, self.uid, self.gid)
 
-        pass_fds: list[int] = []
+        pass_list: list[int] = list(pass_fds)
         to_close: list[int] = []
         cgroups: _RunCgroups | None = None
         proc: subprocess.Popen[bytes] | None = None
         status_r, status_w = os.pipe()
         to_close.append(status_r)
-        pass_fds.append(status_w)
+        pass_list.append(status_w)
+        own = [status_w]
         try:
             data_fds = {
-                dest: _data_pipe(data, pass_fds, to_close)
-                for dest, data in {**_etc_files(self.uid, self.gid), **extra_files}.items()
+                dest: (_data_pipe(content, own, to_close), mode)
+                for dest, (content, mode) in {
+                    **{dest: (content, "0644") for dest, content in _etc_files(self.uid, self.gid).items()},
+                    **data,
+                }.items()
             }
-            bwrap_args = self._bwrap_args(workdir, limits, full_env, rel_readonly, data_fds)
+            pass_list += [fd for fd in own if fd not in pass_list]
+            bwrap_args = self._bwrap_args(workdir, limits, full_env, rel_readonly, data_fds, mounts)
             cgroups = _RunCgroups(status, limits)
             cpu, fsize, nofile = limits.effective_cpu_s, limits.file_size_bytes, limits.max_open_files
             chain = [_SH, "-c", _JOIN_CGROUPS, "sh", *cgroups.procs_files, "--",
@@ -707,60 +974,28 @@ class Sandbox:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env={},
-                pass_fds=tuple(pass_fds),
+                pass_fds=tuple(pass_list),
                 start_new_session=True,
                 close_fds=True,
             )
             os.close(status_w)
-            pass_fds.remove(status_w)
-            run_cgroups = cgroups
-            streams = _pump(proc, stdin, started + limits.timeout_s, limits, lambda: run_cgroups.pids_refused() > 0)
-            if streams.stop:
-                _killpg(proc)
-            cgroups.kill_all()
-            returncode = proc.wait()
-            wall_s = time.monotonic() - started
-            if not _read_all(status_r).startswith("S"):
-                detail = bytes(streams.err).decode(errors="replace").strip()
-                raise SandboxError(f"the sandbox did not start (exit status {returncode}): {detail}")
-            oom, refused, peak = cgroups.oom_kills(), cgroups.pids_refused(), cgroups.peak_memory()
-        finally:
-            if proc is not None and proc.poll() is None:
-                _killpg(proc)
-                proc.wait()
+            own.remove(status_w)
+        except BaseException:
             if proc is not None:
+                if proc.poll() is None:
+                    _killpg(proc)
+                    proc.wait()
                 for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                    if pipe is not None and not pipe.closed:
+                    if pipe is not None:
                         pipe.close()
             if cgroups is not None:
                 cgroups.kill_all()
                 cgroups.remove()
-            # Each descriptor exactly once: a second close could hit a descriptor another thread just opened.
-            for fd in dict.fromkeys((*to_close, *pass_fds)):
+            for fd in dict.fromkeys((*to_close, *own)):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        reason: KilledReason | None = None
-        if streams.overflow:
-            reason = "output"
-        elif oom:
-            reason = "memory"
-        elif refused or streams.pids_killed:
-            reason = "pids"
-        elif streams.timed_out:
-            reason = "timeout"
-        elif returncode in (128 + signal.SIGXCPU, 128 + signal.SIGKILL):
-            reason = "cpu"  # SIGXCPU at the soft RLIMIT_CPU, SIGKILL at the hard one (or a SIGKILL from inside)
-        return SandboxResult(
-            returncode=returncode,
-            stdout=bytes(streams.out).decode(errors="replace"),
-            stderr=bytes(streams.err).decode(errors="replace"),
-            stdout_truncated=streams.seen_out > len(streams.out),
-            stderr_truncated=streams.seen_err > len(streams.err),
-            timed_out=streams.timed_out,
-            killed_reason=reason,
-            wall_s=wall_s,
-            peak_memory_bytes=peak,
-        )
+            raise
+        return SandboxRun(proc, cgroups, limits, stdin, started, status_r, tuple(dict.fromkeys((*to_close, *own))))
 
     def run_pytest(
         self,
@@ -779,7 +1014,8 @@ class Sandbox:
         rename them. Project ini files are ignored: pytest gets our own ini (-c), --rootdir, no cache provider and, by
         default, no plugin autoloading from the environment. Name the test files in pytest_args (("-q",
         "tests/test_app.py")) so that only they are collected. Code under test still runs inside pytest's process and
-        could forge results in-process: the sandbox bounds what it can do to the host, not to the report.
+        could forge results in-process: the sandbox bounds what it can do to the host, not to the report (E3 keeps the
+        code under test out of the test process for that reason, see sv_env_code_vulnerability/harness.py).
         """
         workdir = self._check_workdir(workdir)
         tops: list[str] = []
