@@ -137,10 +137,13 @@ def test_reward_values(env: Environment, item: dict[str, Any]) -> None:
     assert scored[0].components == full and rewards[0] == pytest.approx(1.0)
     assert scored[1].components == {**dict.fromkeys(full, 0.0), "format": 1.0}
     assert rewards[1] == pytest.approx(0.05)
-    # functional 1 of 2, exploit blocked (returns None), both findings gone, not a fix: minimal_diff 0
-    assert scored[2].components == {**full, "functional": 0.5, "minimal_diff": 0.0}
-    assert rewards[2] == pytest.approx(expected(**{**full, "functional": 0.5, "minimal_diff": 0.0}))
-    assert rewards[2] == pytest.approx(0.775)
+    # functional 1 of 2, exploit "blocked" by returning None, findings gone: breaking the code buys security credit
+    # only in proportion to what still works (exploit, finding_gone, no_new_findings scaled by 0.5); not a fix:
+    # minimal_diff 0
+    halved = {**full, "functional": 0.5, "exploit": 0.5, "finding_gone": 0.5, "no_new_findings": 0.5}
+    assert scored[2].components == {**halved, "minimal_diff": 0.0}
+    assert rewards[2] == pytest.approx(expected(**{**halved, "minimal_diff": 0.0}))
+    assert rewards[2] == pytest.approx(0.525)
     # import pickle: bandit B403 (low) is new -> 1 - 1/3; 3 lines changed vs 2 in the reference, within 1.5x slack
     assert scored[3].components["no_new_findings"] == pytest.approx(2 / 3)
     assert scored[3].details["scan"]["new"][0]["rule_id"] == "B403"

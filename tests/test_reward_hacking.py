@@ -150,7 +150,7 @@ def test_duplicated_evidence_lowers_precision() -> None:
     assert twice.reward < once.reward
 
 
-# --- E3: cheap repairs (E3's scoring is another engineer's: its holes are pinned here, not fixed) -----------------
+# --- E3: cheap repairs -------------------------------------------------------------------------------------------
 
 
 @E3_ONLY
@@ -160,13 +160,11 @@ def test_e3_patches_that_delete_or_skip_the_tests_score_zero() -> None:
 
 
 @E3_ONLY
-@pytest.mark.xfail(strict=True, reason="open in E3: bandit and semgrep honour # nosec / # nosemgrep in the re-scan")
 def test_e3_silencing_the_scanners_earns_no_finding_credit() -> None:
     assert column("e3").components["nosec / nosemgrep on the flagged lines"]["finding_gone"] == 0.0
 
 
 @E3_ONLY
-@pytest.mark.xfail(strict=True, reason="open in E3: finding_gone / no_new_findings / exploit pay for broken code")
 @pytest.mark.parametrize(
     "strategy",
     [
