@@ -106,22 +106,6 @@ def test_score_many_equals_scoring_one_by_one(items: dict) -> None:
     assert [s.to_record() for s in batched] == [s.to_record() for s in single]
 
 
-def test_the_verifier_alone_is_a_trl_reward_function(env: Environment, items: dict) -> None:
-    chosen = [items[name] for name in ("node-exporter.yaml", "ebs-unencrypted.tf", "storefront.yaml")]
-    completions = [
-        env.baselines["tool-oracle"](env.episodes.observation(chosen[0])),
-        "no JSON here",
-        json.dumps({"violations": [], "patch": None, "confidence": 0.7}),
-    ]
-    prompts = [env.episodes.messages(item) for item in chosen]
-    columns = {column: [item[column] for item in chosen] for column in chosen[0]}
-    scored = [env.verifier.score(item, completion) for item, completion in zip(chosen, completions, strict=True)]
-    assert env.verifier.reward_function()(prompts, completions, **columns) == [sample.reward for sample in scored]
-    conversations = [[{"role": "assistant", "content": completion}] for completion in completions]
-    patch = env.verifier.reward_function("patch")(prompts, conversations, **columns)
-    assert patch == [sample.components["patch"] for sample in scored]
-
-
 # --- the tool-using rollout ---
 
 

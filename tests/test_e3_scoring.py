@@ -154,27 +154,6 @@ def test_reward_values(env: Environment, item: dict[str, Any]) -> None:
     assert scored[6].reward == 0.0 and scored[6].error == "no_json_object"
 
 
-def test_the_verifier_alone_is_a_trl_reward_function(env: Environment, item: dict[str, Any]) -> None:
-    """A trainer passes the dataset's columns as lists and completions as text or conversations: each reward is
-    the verifier's score of that completion, and a component can be asked for on its own."""
-    completions = [
-        answer(item["reference_patch"]),
-        env.baselines["no-patch"](env.episodes.observation(item)),
-        answer(item["reference_patch"], "CWE-79"),
-        "no JSON here",
-    ]
-    items = [item] * len(completions)
-    columns = {name: [row[name] for row in items] for name in item}
-    prompts = [env.episodes.messages(row) for row in items]
-    scores = [env.verifier.score(row, completion).reward for row, completion in zip(items, completions, strict=True)]
-    assert scores == pytest.approx([1.0, 0.05, 0.9, 0.0])
-    reward = env.verifier.reward_function()
-    assert reward(prompts, completions, **columns) == scores
-    conversations = [[{"role": "assistant", "content": completion}] for completion in completions]
-    assert reward(prompts, conversations, **columns) == scores
-    assert env.verifier.reward_function("exploit")(prompts, completions, **columns) == [1.0, 0.0, 1.0, 0.0]
-
-
 def test_malformed_diff_keeps_format_and_cwe(env: Environment, item: dict[str, Any]) -> None:
     stale = answer("--- a/lookup.py\n+++ b/lookup.py\n@@ -1 +1 @@\n-not in the file\n+x\n")
     sample = env.verifier.score(item, stale)

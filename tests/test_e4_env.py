@@ -77,19 +77,6 @@ def test_rules_baseline_answers_in_the_schema_with_grounded_evidence() -> None:
         assert scored.components["evidence_recall"] == 1.0
 
 
-def test_the_verifier_alone_is_a_trl_reward_function(dataset) -> None:
-    items = dataset.frame.head(4).to_dicts()
-    completions = [baseline.rules_answer(ENV.episodes.observation(item)) for item in items[:2]]
-    completions += ['{"label": "Abstain", "confidence": 0.5, "evidence": []}', "no JSON here"]
-    prompts_ = [ENV.episodes.messages(item) for item in items]
-    columns = {column: [item[column] for item in items] for column in items[0]}
-    scored = [ENV.verifier.score(item, completion) for item, completion in zip(items, completions, strict=True)]
-    assert ENV.verifier.reward_function()(prompts_, completions, **columns) == [sample.reward for sample in scored]
-    conversations = [[{"role": "assistant", "content": completion}] for completion in completions]
-    grounding = ENV.verifier.reward_function("grounding")(prompts_, conversations, **columns)
-    assert grounding == [sample.components["grounding"] for sample in scored]
-
-
 def test_end_to_end_eval_of_the_rules_baseline(tmp_path: Path, dataset) -> None:
     spec = load_registry()["phish-rules"]
     outcome = EvalRunner(ENV, spec, evals_root=tmp_path).run(dataset, n=30, seed=42)

@@ -137,13 +137,23 @@ def test_no_turn_crashes_a_dialogue_parser(env: Environment) -> None:
 
 
 def test_reward_function_matches_the_verifier(env: Environment) -> None:
+    """The verifier as TRL hands it columns: rewards equal `score` for text and conversational completions, and a
+    single component can be asked for on its own (a trainer logs or weights components apart)."""
     if not isinstance(env.verifier, CompletionVerifier):
         pytest.skip("dialogue rewards come from whole episodes")
     items = _single_turn_items(env, 2)
-    completions = [next(iter(env.baselines.values()))(env.episodes.observation(item)) for item in items]
+    answers = [next(iter(env.baselines.values()))(env.episodes.observation(item)) for item in items]
+    items, completions = [*items, items[0]], [*answers, "no JSON here"]
     columns = {key: [item[key] for item in items] for key in items[0]}
-    rewards = env.verifier.reward_function()([env.episodes.messages(item) for item in items], completions, **columns)
-    assert rewards == [sample.reward for sample in env.verifier.score_many(items, completions)]
+    prompts = [env.episodes.messages(item) for item in items]
+    scored = env.verifier.score_many(items, completions)
+    reward = env.verifier.reward_function()
+    assert reward(prompts, completions, **columns) == [sample.reward for sample in scored]
+    conversations = [[{"role": "assistant", "content": completion}] for completion in completions]
+    assert reward(prompts, conversations, **columns) == [sample.reward for sample in scored]
+    for component in scored[0].components:
+        values = env.verifier.reward_function(component)(prompts, completions, **columns)
+        assert values == [sample.components[component] for sample in scored]
 
 
 def test_secverify_eval_refuses_a_bad_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
