@@ -36,7 +36,8 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def registry() -> dict[str, ModelSpec]:
-    return load_registry()
+    """The configured portfolio (checkpoints a training run left under outputs/ are tested apart)."""
+    return load_registry(include_checkpoints=False)
 
 
 def test_real_registry_loads_the_portfolio(registry: dict[str, ModelSpec]) -> None:

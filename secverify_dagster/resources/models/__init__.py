@@ -20,6 +20,7 @@ from .registry import (
     load_registry,
     parse_registry,
     reachability,
+    require_promoted,
     resolve_base_url,
     validate_model_id,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "open_client",
     "parse_registry",
     "reachability",
+    "require_promoted",
     "resolve_base_url",
     "validate_model_id",
 ]

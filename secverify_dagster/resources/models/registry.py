@@ -12,7 +12,9 @@ from typing import Any
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
-from sv_shared.config import ConfigError, ConfigModel, project_root, read_yaml, validate_config
+from sv_shared.config import ConfigError, ConfigModel, outputs_dir, project_root, read_yaml, validate_config
+from sv_shared.training.checkpoints import checkpoint_dir, list_checkpoints
+from sv_shared.training.promotion import promotion_status
 
 from .types import ModelSpec, Price, Provider
 
@@ -88,6 +90,7 @@ class ModelEntry(ConfigModel):
             description=self.description,
             license=self.license,
             timeout_s=self.timeout_s or defaults.timeout_s,
+            promoted=True,  # the configured portfolio
         )
 
 
@@ -115,8 +118,7 @@ def validate_model_id(model_id: object) -> str:
     return model_id
 
 
-def parse_registry(data: Mapping[str, Any], where: str = "models registry") -> dict[str, ModelSpec]:
-    """Specs from an already-read registry mapping: {defaults: {...}, models: {id: {...}}}."""
+def _read_registry(data: Mapping[str, Any], where: str) -> RegistryFile:
     models = data.get("models") if isinstance(data, Mapping) else None
     for model_id in models or {}:
         try:
@@ -124,18 +126,111 @@ def parse_registry(data: Mapping[str, Any], where: str = "models registry") -> d
         except RegistryError as error:
             raise RegistryError(f"{where}: {error}") from None
     try:
-        registry = validate_config(RegistryFile, data, source=where)
+        return validate_config(RegistryFile, data, source=where)
     except ConfigError as error:
         raise RegistryError(str(error)) from None
+
+
+def parse_registry(data: Mapping[str, Any], where: str = "models registry") -> dict[str, ModelSpec]:
+    """Specs from an already-read registry mapping: {defaults: {...}, models: {id: {...}}}."""
+    registry = _read_registry(data, where)
     return {model_id: entry.to_spec(model_id, registry.defaults) for model_id, entry in registry.models.items()}
 
 
-def load_registry(path: Path | None = None) -> dict[str, ModelSpec]:
-    """All models in configs/models.yaml (or path), by id, in file order."""
+def default_checkpoints_root() -> Path:
+    """Where training writes its checkpoints: outputs/checkpoints."""
+    return outputs_dir() / "checkpoints"
+
+
+def _model_path(folder: Path) -> str:
+    """A checkpoint's model folder as the spec names it: relative to the project root when inside it (run
+    fingerprints then survive moving the checkout), else absolute."""
+    root = project_root()
+    try:
+        return folder.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(folder.resolve())
+
+
+def checkpoint_specs(
+    root: Path, configured: Mapping[str, ModelSpec], defaults: RegistryDefaults, *, where: str
+) -> dict[str, ModelSpec]:
+    """Every complete training checkpoint under root as a local_transformers model, oldest first.
+
+    Family, license, generation params and envs come from the nearest configured ancestor (the parent, else the
+    base model). A checkpoint is promoted only after a passing safety scan and an approval (promotion_status)."""
+    specs: dict[str, ModelSpec] = {}
+    folders: dict[str, Path] = {}
+    for manifest in list_checkpoints(root):
+        run_dir = checkpoint_dir(root, manifest)
+        if manifest.model_id in configured:
+            raise RegistryError(
+                f"checkpoint {manifest.model_id!r} ({run_dir}) has the id of a model configured in {where}: "
+                "rename the configured model or move the checkpoint away"
+            )
+        if manifest.model_id in specs:
+            raise RegistryError(
+                f"two checkpoints claim the id {manifest.model_id!r}: {folders[manifest.model_id]} and {run_dir}; "
+                "remove the copy"
+            )
+        source = configured.get(manifest.parent_model) or configured.get(manifest.base_model)
+        local = source is not None and source.provider == "local_transformers"
+        status = promotion_status(run_dir)
+        described = (
+            f"{manifest.stage} checkpoint of {manifest.parent_model} (recipe {manifest.recipe_name}, run "
+            f"{manifest.run_id}{'' if status.promoted else '; not promoted'})"
+        )
+        folders[manifest.model_id] = run_dir
+        specs[manifest.model_id] = ModelSpec(
+            id=manifest.model_id,
+            provider="local_transformers",
+            model=_model_path(run_dir / manifest.model_dir),
+            params=dict(source.params) if local else dict(defaults.params),
+            price=Price(0.0, 0.0),
+            concurrency=source.concurrency if local else _DEFAULT_CONCURRENCY["local_transformers"],
+            batch_size=source.batch_size if local else _DEFAULT_BATCH_SIZE["local_transformers"],
+            envs=list(source.envs) if source is not None else [],
+            family=source.family if source is not None else "",
+            description=described,
+            license=source.license if source is not None else "",
+            timeout_s=source.timeout_s if source is not None else defaults.timeout_s,
+            parent=manifest.parent_model,
+            stage=manifest.stage,
+            promoted=status.promoted,
+        )
+    return specs
+
+
+def load_registry(
+    path: Path | None = None, *, checkpoints_root: Path | None = None, include_checkpoints: bool = True
+) -> dict[str, ModelSpec]:
+    """All models in configs/models.yaml (or path), by id, in file order, followed by every complete training
+    checkpoint under checkpoints_root (default outputs/checkpoints), oldest first.
+
+    Configured models are promoted (they are the portfolio); a checkpoint is promoted after a passing safety scan
+    and an approval. A checkpoint with the id of a configured model is a RegistryError naming both."""
     path = Path(path) if path is not None else default_registry_path()
     if not path.is_file():
         raise FileNotFoundError(f"model registry not found: {path}")
-    return parse_registry(read_yaml(path), where=str(path))
+    registry = _read_registry(read_yaml(path), str(path))
+    specs = {model_id: entry.to_spec(model_id, registry.defaults) for model_id, entry in registry.models.items()}
+    if include_checkpoints:
+        root = Path(checkpoints_root) if checkpoints_root is not None else default_checkpoints_root()
+        specs |= checkpoint_specs(root, specs, registry.defaults, where=str(path))
+    return specs
+
+
+def require_promoted(registry: Mapping[str, ModelSpec], model_ids: Collection[str], *, where: str) -> list[str]:
+    """The ids of a default (a config's default models, a counterpart, a tournament's entrants), refused when one is
+    a trained checkpoint not yet promoted (safety scan passed and approved): such a checkpoint is only run when a
+    person names it explicitly."""
+    unpromoted = [model_id for model_id in model_ids if model_id in registry and not registry[model_id].promoted]
+    if unpromoted:
+        raise RegistryError(
+            f"{where} names {', '.join(unpromoted)}: a checkpoint that is not promoted is never a default "
+            "(scan and approve it first: secverify safety-scan / secverify approve), but it can be named explicitly"
+        )
+    return list(model_ids)
 
 
 @dataclass(frozen=True)

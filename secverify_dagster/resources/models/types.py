@@ -170,6 +170,13 @@ class ModelSpec:
     description: str = ""
     license: str = ""
     timeout_s: float = 120.0
+    parent: str | None = None
+    """A training checkpoint's parent model (registry id); None for a configured model."""
+    stage: str | None = None
+    """A training checkpoint's stage (sft, rlft-single, rlft-mixed, rlft-joint); None for a configured model."""
+    promoted: bool = False
+    """Whether the model may be chosen by default: every configured model, and a checkpoint only after a passing
+    safety scan and an approval (sv_shared.training.promotion). A spec built by hand is not promoted."""
 
     def supports_env(self, env_id: str | None) -> bool:
         return env_id is None or not self.envs or env_id in self.envs
