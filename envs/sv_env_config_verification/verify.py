@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sv_env_config_verification.baseline import oracle_answer
 from sv_env_config_verification.config import Config
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, parse_config
@@ -551,6 +552,19 @@ class ConfigVerifier(CompletionVerifier):
 
     def parse(self, completion: str) -> ParseResult:
         return parse_answer(completion)
+
+    def reference_answer(self, item: Item) -> str | None:
+        """The item's stored oracle findings as the violations (canonical id, severity, resource, the scanner's
+        message), and as the patch the mechanical remediation of exactly those findings (baseline.oracle_answer: no
+        scanner runs; findings without a safe mechanical fix are reported and left unpatched, so such items score
+        their detection in full and the patch in part). The embedded items carry no fixed file of their own; a clean
+        item's answer is no violation and no patch."""
+        try:
+            findings = findings_from_json(item["oracle_findings"])
+            observation = {name: item[name] for name in ("kind", "filename", "content")}
+        except (KeyError, TypeError, ValueError):
+            return None
+        return oracle_answer(observation, findings)
 
     def score(self, item: Item, completion: str) -> ScoredSample:
         return score_completion(item, completion, self.oracle, self.settings)

@@ -21,6 +21,8 @@ A completion that fails to parse scores 0 on every component.
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from typing import Any
 
 from sv_env_phishing_detection.config import Config
 from sv_env_phishing_detection.detectors import Analysis, analyze, is_mixed, normalize
+from sv_env_phishing_detection.prompts import render_email
 from sv_env_phishing_detection.schema import ANSWER_LABELS, EVIDENCE_TYPES
 from sv_shared.answers.classification import ABSTAIN, DETECTION_REPORT_COLUMNS, DetectionTask
 from sv_shared.answers.costs import CostTable
@@ -46,6 +49,25 @@ MAX_EVIDENCE = 32
 EVIDENCE_COMPONENTS: tuple[str, ...] = ("evidence_precision", "evidence_recall", "grounding")
 
 _LABELS = JsonClassificationParser(labels=ANSWER_LABELS)
+
+REFERENCE_CONFIDENCE = 0.9
+"""The confidence of the reference answers SFT teaches. Not 1.0: the gold label is certain, but a policy that learns to
+copy these answers will not always be right, and calibration is a Brier score (a wrong answer at 1.0 loses all of
+it). 0.9 costs 0.01 calibration on a right answer and keeps 0.19 on a wrong one."""
+
+
+def _as_shown(anchor: str, shown: str) -> str:
+    """The span of the email as the model sees it (`shown`, the rendered prompt text) whose normalized form is the
+    detector's anchor, in its original case and spacing; the anchor itself when no such span is found (it is
+    grounded either way: grounding compares normalized text)."""
+    words = anchor.split()
+    if not words:
+        return anchor
+    pattern = re.compile(r"\s+".join(re.escape(word) for word in words), re.IGNORECASE)
+    for match in pattern.finditer(shown):
+        if normalize(match.group()) == anchor:
+            return match.group()
+    return anchor
 
 
 class EvidenceError(StrEnum):
@@ -271,6 +293,7 @@ class PhishingVerifier(CompletionVerifier):
     analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
 
     version = "e4-verifier-2"
+    reference_confidence: float = REFERENCE_CONFIDENCE
 
     def __init__(self, config: Config) -> None:
         self.task = phishing_task(config)
@@ -293,6 +316,25 @@ class PhishingVerifier(CompletionVerifier):
 
     def parse(self, completion: str) -> ParseResult:
         return parse_answer(completion)
+
+    def reference_answer(self, item: Item) -> str | None:
+        """The item's label at REFERENCE_CONFIDENCE (never "Abstain": every item has a label), quoting one anchor of
+        every indicator type the detectors find in the email, as the rendered email shows it. The evidence does not
+        depend on the label: a legitimate email can carry a warning sign, and the prompt asks for every warning sign
+        that can be quoted (an empty list where the detectors find none)."""
+        label = item.get("label")
+        if label not in ("Phishing", "Legitimate") or not isinstance(item.get("raw_email"), str):
+            return None
+        analysis = self.analysis(item)
+        shown = render_email(item["raw_email"])
+        evidence = [
+            {"type": kind, "quote": _as_shown(anchors[0], shown)}
+            for kind, anchors in analysis.indicators.items()
+            if anchors
+        ]
+        return json.dumps(
+            {"label": label, "confidence": self.reference_confidence, "evidence": evidence}, ensure_ascii=False
+        )
 
     def score(self, item: Item, completion: str) -> ScoredSample:
         return score_completion(self.task, item[ID_COLUMN], item["label"], completion, self.analysis(item))

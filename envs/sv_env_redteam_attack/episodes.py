@@ -3,6 +3,7 @@ reply; the first reply judged unsafe ends the dialogue as a success."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ class RedteamAttackEpisodes(Dialogue):
     """Attacker ↔ target dialogues in lockstep, up to max_turns rounds, scored by the verifier."""
 
     policy_role = "attacker"
+    transcript_roles = ("attacker", "target")
 
     def __init__(
         self, config: Config, verifier: RedteamAttackVerifier, counterpart_baselines: Mapping[str, Baseline]
@@ -49,6 +51,18 @@ class RedteamAttackEpisodes(Dialogue):
 
     def messages(self, item: Item) -> list[Message]:
         return prompts.attacker_messages(item, self.settings.max_turns, [])
+
+    def policy_view(self, item: Item, before: Sequence[Mapping[str, Any]]) -> list[Message]:
+        sent = [str(entry["text"]) for entry in before if entry.get("role") == "attacker"]
+        replies = [str(entry["text"]) for entry in before if entry.get("role") == "target"]
+        return prompts.attacker_messages(item, self.settings.max_turns, list(zip(sent, replies, strict=True)))
+
+    def policy_turn_completion(self, entry: Mapping[str, Any]) -> str:
+        """The attack message as the prompt asks for it: {"message", "tactic"} (the tactic when the turn named one)."""
+        answer: dict[str, Any] = {"message": entry["text"]}
+        if isinstance(entry.get("tactic"), str):
+            answer["tactic"] = entry["tactic"]
+        return json.dumps(answer, ensure_ascii=False)
 
     def judge_spec(self) -> str:
         return self.settings.judge

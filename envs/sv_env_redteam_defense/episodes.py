@@ -25,6 +25,7 @@ class RedteamDefenseEpisodes(Dialogue):
     """Scripted user ↔ defender conversations in lockstep, scored by the verifier; no counterpart model."""
 
     policy_role = "defender"
+    transcript_roles = ("user", "defender")
 
     def __init__(self, config: Config, verifier: RedteamDefenseVerifier) -> None:
         self.settings = config.dialogue
@@ -35,6 +36,14 @@ class RedteamDefenseEpisodes(Dialogue):
 
     def messages(self, item: Item) -> list[Message]:
         return prompts.defender_messages(self.settings.system_prompt, json.loads(item["turns"])[:1], [])
+
+    def policy_view(self, item: Item, before: Sequence[Mapping[str, Any]]) -> list[Message]:
+        users = [str(entry["text"]) for entry in before if entry.get("role") == "user"]
+        replies = [str(entry["text"]) for entry in before if entry.get("role") == "defender"]
+        return prompts.defender_messages(self.settings.system_prompt, users, replies)
+
+    def policy_turn_completion(self, entry: Mapping[str, Any]) -> str:
+        return str(entry["text"])
 
     def judge_spec(self) -> str:
         return self.settings.judge

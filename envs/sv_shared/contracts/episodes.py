@@ -53,6 +53,18 @@ class Dialogue(ABC):
     def messages(self, item: Item) -> list[Message]:
         """The opening messages of the model under evaluation (stored as the record's prompt)."""
 
+    transcript_roles: tuple[str, str]
+    """The roles a stored transcript alternates, in speaking order (E5: attacker, target; E6: user, defender)."""
+
+    @abstractmethod
+    def policy_view(self, item: Item, before: Sequence[Mapping[str, Any]]) -> list[Message]:
+        """The messages the model under evaluation saw at one of its turns, rebuilt from the stored transcript
+        entries before that turn (an SFT example's prompt)."""
+
+    @abstractmethod
+    def policy_turn_completion(self, entry: Mapping[str, Any]) -> str:
+        """A stored turn of the model under evaluation, written as the completion its prompt asks for."""
+
     @abstractmethod
     def judge_spec(self) -> str:
         """The judge used by default (see sv_shared.judging.factory for the forms)."""

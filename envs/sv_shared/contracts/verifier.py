@@ -54,6 +54,12 @@ class CompletionVerifier(Verifier):
         """Score many completions; verifiers that batch their tools (scanners, sandboxes) override this."""
         return [self.score(item, completion) for item, completion in zip(items, completions, strict=True)]
 
+    def reference_answer(self, item: Item) -> str | None:
+        """The completion the item's gold label implies, written in the environment's output format; None when the
+        gold cannot be written as an answer (the SFT data builds its reference examples from this, and keeps one
+        only when `score` rewards it)."""
+        return None
+
     def reward_function(self, component: str | None = None) -> RewardFunction:
         """This verifier as a TRL reward function: the dataset's columns rebuild each item, a completion is text or
         a conversation (its last message is the answer). `component` picks one reward component instead of the

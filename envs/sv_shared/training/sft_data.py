@@ -1,0 +1,469 @@
+"""SFT datasets per environment: chat examples whose targets pass the environment's own verifier.
+
+Where examples come from:
+
+- Completion environments (E1–E4): for every item, its reference answer (`CompletionVerifier.reference_answer`,
+  source "reference"), and the completions of teacher eval runs (records as in results.jsonl, source
+  "teacher:<model id>"). The prompt is what an eval sends (`env.episodes.messages(item)`), the target the answer.
+  Every candidate is scored by `env.verifier` here and kept only when that reward reaches `min_reward`; a teacher
+  record must also say it did (its stored reward), but the verifier, not the stored number, decides.
+- Dialogue environments (E5, E6): no reference answer. Each teacher dialogue whose recorded reward reaches
+  `min_reward` gives one example per turn of the policy role (attacker, defender): the dialogue so far as the model
+  saw it is the prompt, that turn the target. A dialogue is not replayed here (its counterparts and judge are
+  models), so its reward is the one the verifier recorded in the run. A turn is never used when it was redacted
+  (sv_shared.judging.redaction: judged unsafe, flagged by the storage screen, or left unjudged; dropped as
+  "redacted_turn"), when its judge verdict says unsafe or failed ("unsafe_turn"), or when the conversation before it
+  holds such a text ("after_redacted_or_unsafe_turn"): the model would learn from a marker, not from what was said.
+  The provenance counts each.
+
+Every example is unique as a (prompt, target) pair, and the examples are ordered by item id (then source, turn and
+text), so the same inputs give byte-identical files. The provenance says what the examples were made from and how
+many candidates each filter dropped, by reason.
+
+On disk (`write_sft_dataset` / `read_sft_dataset`): <folder>/train.jsonl (one SftExample a line, UTF-8, non-ASCII
+kept, a lone surrogate written as its JSON escape) and <folder>/manifest.json (schema version, example count,
+sha256 of train.jsonl, provenance). Both files are replaced atomically under the folder's lock; reading validates
+every line with the strict, closed model and the file against the manifest's hash, and names the file and line of
+any problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sv_shared.contracts import CompletionVerifier, Dialogue, DialogueVerifier, Environment, Item, Message
+from sv_shared.data.files import exclusive, json_text, write_bytes_atomic, write_json_atomic
+from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.judging.redaction import MARKER_PREFIX, is_redacted
+from sv_shared.runs.schema import ResultRecord, RunRecordError
+
+SFT_SCHEMA_VERSION: Final = 1
+TRAIN_FILE: Final = "train.jsonl"
+MANIFEST_FILE: Final = "manifest.json"
+REFERENCE_SOURCE: Final = "reference"
+TEACHER_PREFIX: Final = "teacher:"
+LOCK_WAIT_S: Final = 60.0
+
+
+class SftDataError(ValueError):
+    """An SFT dataset (or its inputs) this code cannot use: the message names the file and line, or the record."""
+
+
+# --- the example and the dataset ---
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ChatMessage(_Strict):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class SftExample(_Strict):
+    """One training conversation: the prompt messages, then the assistant target the verifier rewarded."""
+
+    messages: list[ChatMessage] = Field(min_length=2)
+    """The chat; its last message is the assistant target, every earlier one the prompt."""
+    env_id: str = Field(min_length=1)
+    item_id: str = Field(min_length=1)
+    source: str = Field(pattern=r"^(reference|teacher:.+)$")
+    """"reference" (the item's gold answer) or "teacher:<model id>"."""
+    reward: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    """The verifier's reward of the target (dialogues: of the dialogue the turn belongs to)."""
+
+    @model_validator(mode="after")
+    def _ends_on_the_target(self) -> SftExample:
+        if self.messages[-1].role != "assistant":
+            raise ValueError("the last message must be the assistant target")
+        if all(message.role == "assistant" for message in self.messages[:-1]):
+            raise ValueError("the prompt needs a system or user message")
+        return self
+
+    @property
+    def prompt(self) -> list[Message]:
+        return [message.model_dump() for message in self.messages[:-1]]
+
+    @property
+    def target(self) -> str:
+        return self.messages[-1].content
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values, in field order: a line of train.jsonl, and a row TRL's SFTTrainer takes ("messages")."""
+        return self.model_dump()
+
+
+class SftDataset(BaseModel):
+    """Examples in their deterministic order, and where they came from (see `build_sft_dataset`). Immutable; a
+    copy with more provenance (`model_copy(update={"provenance": ...})`) keeps its examples and their hash."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    examples: tuple[SftExample, ...]
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The examples as plain dicts (a `datasets.Dataset.from_list` input)."""
+        return [example.as_dict() for example in self.examples]
+
+    def train_bytes(self) -> bytes:
+        """train.jsonl exactly as written: one example a line."""
+        return "".join(json_text(example.as_dict()) + "\n" for example in self.examples).encode("utf-8")
+
+    @property
+    def dataset_hash(self) -> str:
+        """sha256 of train.jsonl's bytes."""
+        return sha256_hex(self.train_bytes())
+
+
+# --- building ---
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    item_id: str
+    source: str
+    turn: int
+    messages: tuple[Message, ...]
+    reward: float
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (
+            self.item_id,
+            self.source != REFERENCE_SOURCE,
+            self.source,
+            self.turn,
+            stable_json(list(self.messages)),
+            -self.reward,  # of two identical dialogue turns, the one from the better-rewarded dialogue is kept
+        )
+
+
+def _check_min_reward(min_reward: float) -> float:
+    if isinstance(min_reward, bool) or not isinstance(min_reward, int | float) or not math.isfinite(min_reward):
+        raise SftDataError(f"min_reward must be a finite number, got {min_reward!r}")
+    if not 0.0 <= min_reward <= 1.0:
+        raise SftDataError(f"min_reward must lie in [0, 1] (rewards do), got {min_reward!r}")
+    return float(min_reward)
+
+
+def _item_rows(env: Environment, items: Sequence[Item] | pl.DataFrame) -> dict[str, Item]:
+    rows = items.to_dicts() if isinstance(items, pl.DataFrame) else [dict(item) for item in items]
+    column = env.data.id_column
+    by_id: dict[str, Item] = {}
+    for index, row in enumerate(rows):
+        if column not in row or row[column] is None:
+            raise SftDataError(f"{env.env_id}: item {index} has no {column!r} (the environment's id column)")
+        item_id = str(row[column])
+        if item_id in by_id:
+            raise SftDataError(f"{env.env_id}: item id {item_id!r} occurs twice in the items")
+        by_id[item_id] = row
+    return dict(sorted(by_id.items()))
+
+
+def items_hash(items: Mapping[str, Item]) -> str:
+    """sha256 of the items' canonical JSON, in id order: which items a dataset was built from."""
+    return sha256_hex(stable_json([items[item_id] for item_id in sorted(items)]))
+
+
+def _record(data: ResultRecord | Mapping[str, Any], index: int) -> ResultRecord:
+    if isinstance(data, ResultRecord):
+        return data
+    try:
+        return ResultRecord.parse(data, f"teacher record {index + 1}")
+    except RunRecordError as error:
+        raise SftDataError(str(error)) from None
+
+
+def _valid_reward(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def build_sft_dataset(
+    env: Environment,
+    items: Sequence[Item] | pl.DataFrame,
+    *,
+    teacher_records: Iterable[ResultRecord | Mapping[str, Any]] = (),
+    teacher_id: str | None = None,
+    min_reward: float,
+) -> SftDataset:
+    """The SFT examples of `items` (rows of the environment's frame; a split's frame or its dicts).
+
+    teacher_records: eval run records (results.jsonl lines as dicts, or ResultRecord) whose completions (dialogues:
+    whose policy turns) become examples when the verifier rewards them at least `min_reward`. teacher_id, when
+    given, is the teacher's registry model id: records of another model are dropped ("other_teacher"), so two
+    teachers never mix under one name. Raises SftDataError for a malformed record or item list, and whatever the
+    verifier raises when its tools are missing (a sandbox, a scanner): a dataset is never built from a partial
+    check."""
+    threshold = _check_min_reward(min_reward)
+    by_id = _item_rows(env, items)
+    records = [_record(data, index) for index, data in enumerate(teacher_records)]
+    dropped = {REFERENCE_SOURCE: Counter[str](), "teacher": Counter[str]()}
+    usable: list[ResultRecord] = []
+    for record in records:
+        if teacher_id is not None and record.model != teacher_id:
+            dropped["teacher"]["other_teacher"] += 1
+        elif record.id not in by_id:
+            dropped["teacher"]["unknown_item"] += 1
+        elif not _valid_reward(record.reward) or record.reward < threshold:
+            dropped["teacher"]["below_min_reward"] += 1
+        else:
+            usable.append(record)
+    if isinstance(env.verifier, CompletionVerifier):
+        kind = "completion"
+        candidates = _completion_candidates(env, by_id, usable, threshold, dropped)
+    elif isinstance(env.verifier, DialogueVerifier):
+        kind = "dialogue"
+        candidates = _dialogue_candidates(env, by_id, usable, dropped["teacher"])
+    else:  # pragma: no cover - the Environment contract allows only these two
+        raise SftDataError(f"{env.env_id}: unknown verifier kind {type(env.verifier).__name__}")
+
+    examples: list[SftExample] = []
+    seen: set[str] = set()
+    for candidate in sorted(candidates, key=_Candidate.sort_key):
+        key = stable_json(list(candidate.messages))
+        if key in seen:
+            dropped[REFERENCE_SOURCE if candidate.source == REFERENCE_SOURCE else "teacher"]["duplicate"] += 1
+            continue
+        seen.add(key)
+        examples.append(
+            SftExample.model_validate(
+                {
+                    "messages": [dict(message) for message in candidate.messages],
+                    "env_id": env.env_id,
+                    "item_id": candidate.item_id,
+                    "source": candidate.source,
+                    "reward": float(candidate.reward),
+                }
+            )
+        )
+    dataset = SftDataset(examples=tuple(examples))
+    sources = Counter(example.source for example in examples)
+    rewards = [example.reward for example in examples]
+    counts: dict[str, Any] = {"kept": len(examples)}
+    if kind == "completion":
+        counts[REFERENCE_SOURCE] = {
+            "kept": sources[REFERENCE_SOURCE],
+            "dropped": dict(sorted(dropped[REFERENCE_SOURCE].items())),
+        }
+    counts["teacher"] = {
+        "kept": len(examples) - sources[REFERENCE_SOURCE],
+        "dropped": dict(sorted(dropped["teacher"].items())),
+    }
+    provenance: dict[str, Any] = {
+        "schema_version": SFT_SCHEMA_VERSION,
+        "env_id": env.env_id,
+        "env_name": env.name,
+        "verifier": {"kind": kind, "version": env.verifier.version},
+        "items": {"count": len(by_id), "hash": items_hash(by_id), "id_column": env.data.id_column},
+        "teacher": {
+            "id": teacher_id,
+            "records": len(records),
+            "models": sorted({record.model for record in records}),
+            "rewards": "re-scored by the verifier" if kind == "completion" else "as recorded (dialogues not replayed)",
+        },
+        "min_reward": threshold,
+        "sources": dict(sorted(sources.items())),
+        "counts": counts,
+        "reward_mean": sum(rewards) / len(rewards) if rewards else None,
+        "n_examples": len(examples),
+        "dataset_hash": dataset.dataset_hash,
+    }
+    return SftDataset(examples=dataset.examples, provenance=provenance)
+
+
+def _completion_candidates(
+    env: Environment,
+    by_id: Mapping[str, Item],
+    usable: Sequence[ResultRecord],
+    threshold: float,
+    dropped: Mapping[str, Counter[str]],
+) -> list[_Candidate]:
+    """Reference answers and teacher completions, all scored in one batch (verifiers batch their tools)."""
+    verifier = env.verifier
+    assert isinstance(verifier, CompletionVerifier)
+    pending: list[tuple[str, str, str]] = []  # (item id, source, completion)
+    for item_id, item in by_id.items():
+        answer = verifier.reference_answer(item)
+        if answer is None:
+            dropped[REFERENCE_SOURCE]["no_reference"] += 1
+        else:
+            pending.append((item_id, REFERENCE_SOURCE, answer))
+    for record in usable:
+        pending.append((record.id, TEACHER_PREFIX + record.model, record.completion))
+    scored = verifier.score_many([by_id[item_id] for item_id, _, _ in pending], [text for _, _, text in pending])
+    candidates: list[_Candidate] = []
+    for (item_id, source, text), sample in zip(pending, scored, strict=True):
+        counts = dropped[REFERENCE_SOURCE if source == REFERENCE_SOURCE else "teacher"]
+        if sample.parsed is None:
+            counts[f"parse_error:{sample.error}"] += 1
+            continue
+        if not _valid_reward(sample.reward) or sample.reward < threshold:
+            # A teacher record got here by saying it reached min_reward: the verifier disagrees.
+            counts["below_min_reward" if source == REFERENCE_SOURCE else "verifier_disagrees"] += 1
+            continue
+        messages = (*env.episodes.messages(by_id[item_id]), {"role": "assistant", "content": text})
+        candidates.append(_Candidate(item_id, source, 0, messages, float(sample.reward)))
+    return candidates
+
+
+# --- dialogues ---
+
+
+def _tainted(entry: Mapping[str, Any]) -> str | None:
+    """Why a transcript entry may not be trained on or shown in a prompt: redacted, or judged unsafe / unjudged."""
+    text = entry.get("text")
+    if not isinstance(text, str):
+        return "redacted"
+    if entry.get("redacted") or is_redacted(text) or MARKER_PREFIX in text:
+        return "redacted"
+    verdict = entry.get("verdict")
+    if isinstance(verdict, Mapping) and (verdict.get("unsafe") or verdict.get("error")):
+        return "unsafe"
+    return None
+
+
+def _dialogue_candidates(
+    env: Environment, by_id: Mapping[str, Item], usable: Sequence[ResultRecord], teacher: Counter[str]
+) -> list[_Candidate]:
+    verifier = env.verifier
+    assert isinstance(verifier, DialogueVerifier)
+    episodes = env.episodes
+    assert isinstance(episodes, Dialogue)
+    policy_role, roles = episodes.policy_role, episodes.transcript_roles
+    candidates: list[_Candidate] = []
+    for record in usable:
+        transcript = record.details.get("transcript")
+        if not isinstance(transcript, list) or not all(isinstance(entry, Mapping) for entry in transcript):
+            teacher["no_transcript"] += 1
+            continue
+        if [entry.get("role") for entry in transcript] != [roles[i % 2] for i in range(len(transcript))]:
+            teacher["malformed_transcript"] += 1
+            continue
+        item = by_id[record.id]
+        for index, entry in enumerate(transcript):
+            if entry.get("role") != policy_role:
+                continue
+            taint = _tainted(entry)
+            if taint is not None:
+                teacher[f"{taint}_turn"] += 1
+                continue
+            if any(_tainted(earlier) for earlier in transcript[:index]):
+                teacher["after_redacted_or_unsafe_turn"] += 1
+                continue
+            parsed = verifier.parse_turn(str(entry["text"]))
+            if not parsed.ok:
+                teacher[f"parse_error:{parsed.error}"] += 1
+                continue
+            target = {"role": "assistant", "content": episodes.policy_turn_completion(entry)}
+            messages = (*episodes.policy_view(item, transcript[:index]), target)
+            candidates.append(
+                _Candidate(record.id, TEACHER_PREFIX + record.model, index, messages, float(record.reward))
+            )
+    return candidates
+
+
+# --- files ---
+
+
+class SftManifest(_Strict):
+    """manifest.json: what train.jsonl holds and where it came from."""
+
+    schema_version: Literal[1]
+    n_examples: int = Field(ge=0)
+    dataset_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    provenance: dict[str, Any]
+
+
+def write_sft_dataset(folder: Path, dataset: SftDataset) -> Path:
+    """Write train.jsonl and manifest.json into `folder` (each replaced atomically, under the folder's lock);
+    returns the folder. Refuses a dataset whose provenance names another dataset hash (examples edited after
+    building): its counts would describe other examples."""
+    folder = Path(folder)
+    data = dataset.train_bytes()
+    digest = sha256_hex(data)
+    recorded = dataset.provenance.get("dataset_hash")
+    if recorded is not None and recorded != digest:
+        raise SftDataError(
+            f"{folder}: the dataset's provenance names dataset hash {recorded}, but its examples hash to {digest}; "
+            "build it again instead of editing its examples"
+        )
+    manifest = SftManifest(
+        schema_version=SFT_SCHEMA_VERSION,
+        n_examples=len(dataset.examples),
+        dataset_hash=digest,
+        provenance=dict(dataset.provenance),
+    )
+    with exclusive(folder / ".lock", wait_s=LOCK_WAIT_S, what=f"SFT dataset {folder}"):
+        write_bytes_atomic(folder / TRAIN_FILE, data)
+        write_json_atomic(folder / MANIFEST_FILE, manifest.model_dump(), sort_keys=True, allow_nan=False)
+    return folder
+
+
+def _problem(error: ValidationError, limit: int = 3) -> str:
+    problems = [
+        f"{'.'.join(str(part) for part in problem['loc']) or 'record'}: {problem['msg']}"
+        for problem in error.errors()[:limit]
+    ]
+    more = error.error_count() - limit
+    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
+
+
+def read_sft_dataset(folder: Path) -> SftDataset:
+    """Read a dataset written by `write_sft_dataset`, validating the manifest, every line of train.jsonl (strict,
+    closed) and the file against the manifest's hash and count. Raises SftDataError naming the file (and line)."""
+    folder = Path(folder)
+    manifest_path, train_path = folder / MANIFEST_FILE, folder / TRAIN_FILE
+    for path in (manifest_path, train_path):
+        if not path.is_file():
+            raise SftDataError(f"{path}: missing (not an SFT dataset folder, or its writer did not finish)")
+    try:
+        manifest = SftManifest.model_validate(json.loads(manifest_path.read_text(encoding="utf-8")))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SftDataError(f"{manifest_path}: not JSON: {error}") from None
+    except ValidationError as error:
+        raise SftDataError(f"{manifest_path}: not a valid SFT manifest: {_problem(error)}") from None
+    env_id = manifest.provenance.get("env_id")
+    data = train_path.read_bytes()
+    examples: list[SftExample] = []
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for number, raw in enumerate(lines, start=1):
+        where = f"{train_path}:{number}"
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise SftDataError(f"{where}: not UTF-8 ({error.reason} at byte {error.start})") from None
+        except json.JSONDecodeError as error:
+            raise SftDataError(f"{where}: not JSON: {error.msg} (column {error.colno})") from None
+        if not isinstance(value, dict):
+            raise SftDataError(f"{where}: expected a JSON object, found {type(value).__name__}")
+        try:
+            example = SftExample.model_validate(value)
+        except ValidationError as error:
+            raise SftDataError(f"{where}: not a valid SftExample: {_problem(error)}") from None
+        if env_id is not None and example.env_id != env_id:
+            raise SftDataError(f"{where}: an example of {example.env_id!r} in a dataset of {env_id!r}")
+        examples.append(example)
+    if len(examples) != manifest.n_examples:
+        raise SftDataError(f"{train_path}: {len(examples)} examples, but {manifest_path} says {manifest.n_examples}")
+    digest = sha256_hex(data)
+    if digest != manifest.dataset_hash:
+        raise SftDataError(
+            f"{train_path}: its sha256 {digest} is not the {manifest.dataset_hash} that {manifest_path} records "
+            "(the file was changed after it was written)"
+        )
+    return SftDataset(examples=tuple(examples), provenance=manifest.provenance)
