@@ -22,7 +22,7 @@ JUDGE ?=
 SEED ?= 42
 INCLUDE_TOOLS ?= false
 
-.PHONY: setup system-packages run test test-fast dev lint bench report models judges tournament clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
+.PHONY: setup system-packages run test test-fast dev lint bench bench-learning train report models judges tournament clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 
 setup: system-packages $(STAMP) $(TOOLS_STAMP)
 
@@ -69,6 +69,17 @@ bench: setup
 	$(BIN)/python bench/bench_e4.py
 	$(BIN)/python bench/bench_e5.py
 	$(BIN)/python bench/bench_reward_hacking.py
+	$(BIN)/python bench/bench_training.py
+
+# SFT then GRPO on E1 and E4 with SmolLM2 on the CPU, base → SFT → RLFT on held-out items (≈ 30-40 min).
+bench-learning: setup
+	$(BIN)/python bench/bench_learning.py --envs e1 e4
+
+# One recipe into a checkpoint: make train KIND=sft RECIPE=e1, then make train KIND=rlft RECIPE=e1.
+KIND ?= sft
+RECIPE ?= e1
+train: setup
+	$(BIN)/secverify train $(KIND) $(RECIPE)
 
 models: setup
 	$(BIN)/secverify models

@@ -70,7 +70,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     env = get_environment(args.env)
     registry = load_registry()
-    models = _split_models(args.model + args.models) or _default_models(env)
+    models = _split_models(args.model + args.models) or _default_models(env, registry)
     unknown = [m for m in models if m not in registry]
     if unknown:
         _print(f"unknown model ids: {', '.join(unknown)} (see `secverify models`)")
@@ -121,8 +121,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def _default_models(env) -> list[str]:
-    return list(env.config.eval.default_models or DEFAULT_RUN_MODELS)
+def _default_models(env, registry) -> list[str]:
+    from secverify_dagster.resources.models import require_promoted
+
+    models = list(env.config.eval.default_models or DEFAULT_RUN_MODELS)
+    return require_promoted(registry, models, where=f"configs/envs/{env.env_id}.yaml eval.default_models")
 
 
 def _counterparts(args: argparse.Namespace, env, registry) -> dict:
@@ -321,11 +324,59 @@ def cmd_report(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from secverify_dagster.reports import build_report
+    from secverify_dagster.resources.models import load_registry
 
     env = get_environment(args.env)
     out_dir = outputs_dir() / "reports" / env.env_id / datetime.now(UTC).strftime("%Y-%m-%d")
-    report = build_report(env, outputs_dir() / "evals", out_dir)
+    parents = {model_id: spec.parent for model_id, spec in load_registry().items() if spec.parent}
+    report = build_report(env, outputs_dir() / "evals", out_dir, parents=parents)
     _print(f"report for {', '.join(report.models) or 'no models'} → {report.markdown_path}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from secverify_dagster.pipeline import run_training
+
+    return run_training(args.kind, args.recipe)
+
+
+def cmd_checkpoints(args: argparse.Namespace) -> int:
+    from secverify_dagster.training import TrainingPaths, checkpoint_rows
+
+    rows = checkpoint_rows(TrainingPaths.default())
+    if not rows:
+        _print("no checkpoints yet (secverify train sft <recipe>)")
+        return 0
+    _print(f"{'checkpoint':<56} {'stage':<12} {'parent':<40} promoted")
+    for row in rows:
+        _print(f"{row['model_id']:<56} {row['stage']:<12} {row['parent_model']:<40} {row['promotion']}")
+    return 0
+
+
+def cmd_safety_scan(args: argparse.Namespace) -> int:
+    from secverify_dagster.resources.models import load_registry
+    from secverify_dagster.training import TrainingPaths, safety_scan
+
+    scan = safety_scan(args.model, paths=TrainingPaths.default(), registry=load_registry())
+    _print(
+        f"safety scan of {scan.model_id} ({scan.env_id}, judge {scan.judge}): {'passed' if scan.passed else 'FAILED'}"
+    )
+    _print(f"  {scan.reason}; runs {scan.run_dir} (parent {scan.parent_run_dir})")
+    return 0 if scan.passed else 1
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    from secverify_dagster.training import TrainingPaths, approve_checkpoint
+
+    status = approve_checkpoint(
+        args.model,
+        paths=TrainingPaths.default(),
+        approver=args.by,
+        decision="reject" if args.reject else "approve",
+        note=args.note,
+    )
+    decision = "rejected" if args.reject else "approved"
+    _print(f"{args.model}: {decision} by {args.by}; promoted: {status.promoted} ({status.reason})")
     return 0
 
 
@@ -406,6 +457,25 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="build an environment's report from its latest eval runs")
     report.add_argument("--env", required=True, choices=ENV_IDS)
     report.set_defaults(func=cmd_report)
+
+    train = sub.add_parser("train", help="train a recipe (configs/sft|rlft/<recipe>.yaml) into a checkpoint")
+    train.add_argument("kind", choices=("sft", "rlft"))
+    train.add_argument("recipe", help="the recipe's name (its file name without .yaml)")
+    train.set_defaults(func=cmd_train)
+
+    checkpoints = sub.add_parser("checkpoints", help="trained checkpoints, their parents and promotion status")
+    checkpoints.set_defaults(func=cmd_checkpoints)
+
+    scan_checkpoint = sub.add_parser("safety-scan", help="judge a checkpoint's replies before promotion")
+    scan_checkpoint.add_argument("model", help="the checkpoint's model id (see `secverify checkpoints`)")
+    scan_checkpoint.set_defaults(func=cmd_safety_scan)
+
+    approve = sub.add_parser("approve", help="record a reviewer's approval (or rejection) of a checkpoint")
+    approve.add_argument("model", help="the checkpoint's model id")
+    approve.add_argument("--by", required=True, help="who approves (recorded with the time)")
+    approve.add_argument("--note", default="", help="why")
+    approve.add_argument("--reject", action="store_true", help="record a rejection instead")
+    approve.set_defaults(func=cmd_approve)
 
     run = sub.add_parser("run", help="the main job: data lineage, evals and report on the embedded default")
     run.add_argument("--env", default="e1", choices=ENV_IDS)

@@ -10,13 +10,18 @@ from secverify_dagster.assets.evals import build_eval_asset
 from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, report_key
 from secverify_dagster.assets.redteam import judge_validation, tournament
 from secverify_dagster.assets.reports import build_report_asset
+from secverify_dagster.assets.training import approve_checkpoint_job, training_definitions
 from secverify_dagster.jobs import data_job, eval_job, report_job
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.resources.training import GpuResource, TrackingResource
 from secverify_dagster.schedules import biweekly_full_eval, biweekly_tournament, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from sv_shared.registry import get_environment, implemented_env_ids
+from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe, rlft_recipe_names, sft_recipe_names
 
 ENVIRONMENTS = [get_environment(env_id) for env_id in implemented_env_ids()]
+RECIPES = [*map(load_sft_recipe, sft_recipe_names()), *map(load_rlft_recipe, rlft_recipe_names())]
+TRAINING_ASSETS, TRAINING_CHECKS = training_definitions(ENVIRONMENTS, RECIPES)
 
 
 def _default_sources(env) -> list[str]:
@@ -48,16 +53,23 @@ defs = dg.Definitions(
         judge_validation,
         tournament,
         *(build_report_asset(env) for env in ENVIRONMENTS),
+        *TRAINING_ASSETS,
     ],
-    asset_checks=[check for env in ENVIRONMENTS for check in build_dataset_checks(env)],
+    asset_checks=[*(check for env in ENVIRONMENTS for check in build_dataset_checks(env)), *TRAINING_CHECKS],
     jobs=[
         *(data_job(env.env_id, _default_sources(env)) for env in ENVIRONMENTS),
         eval_job,
         *(report_job(env.env_id) for env in ENVIRONMENTS),
         all_reports_job,
         tournament_job,
+        approve_checkpoint_job,
     ],
     schedules=[weekly_sweep, biweekly_full_eval, biweekly_tournament, monthly_report],
     sensors=[new_model_sensor],
-    resources={"models": ModelRegistryResource(), "artifacts": ArtifactStoreResource()},
+    resources={
+        "models": ModelRegistryResource(),
+        "artifacts": ArtifactStoreResource(),
+        "tracking": TrackingResource(),
+        "gpu": GpuResource(),
+    },
 )

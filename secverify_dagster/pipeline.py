@@ -118,3 +118,56 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
     print(f"report:     {report_path}")
     print(f"Dagster UI: make dev → http://127.0.0.1:3000 (instance {instance.root_directory})")
     return 0 if report.success and not failures else 1
+
+
+SCAN_FAILED = 3
+"""`secverify train`'s exit status when the checkpoint was made but its safety scan failed (it cannot be promoted)."""
+
+
+def run_training(kind: str, recipe_name: str) -> int:
+    """Train one recipe through the asset graph (so the checkpoint and its lineage show in the UI): each of its
+    environments' data lineage where its curated splits are missing, their SFT datasets (SFT recipes), the
+    checkpoint, and its blocking safety scan."""
+    from secverify_dagster.assets.keys import checkpoint_key, curated_key, sft_dataset_key
+    from secverify_dagster.training import load_promotion_config
+    from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe
+
+    recipe = load_sft_recipe(recipe_name) if kind == "sft" else load_rlft_recipe(recipe_name)
+    instance = prepare_instance()
+    # The recipe's environments, and the one the safety scan plays.
+    for env_id in dict.fromkeys([*recipe.envs, load_promotion_config().safety_scan.env]):
+        if (outputs_dir() / "datasets" / env_id / "curated" / "test.parquet").is_file():
+            continue
+        started = _step(1, 2, f"{env_id}: data lineage (no {curated_key(env_id).to_user_string()} yet)")
+        data = defs.resolve_job_def(f"{env_id}_data_job").execute_in_process(
+            instance=instance, run_config=_QUIET, raise_on_error=False
+        )
+        _done(started, data)
+        if not data.success:
+            return 1
+    selection = [checkpoint_key(kind, recipe.name)]
+    if kind == "sft":
+        selection = [*(sft_dataset_key(env_id) for env_id in recipe.envs), *selection]
+    started = _step(2, 2, " → ".join(key.to_user_string() for key in selection) + " (+ safety scan)")
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=instance,
+        asset_selection=selection,
+        run_config=_QUIET,
+        raise_on_error=False,
+    )
+    detail, trained = "", False
+    for event in result.get_asset_materialization_events():
+        meta = event.materialization.metadata
+        if "model_id" in meta:
+            trained = True
+            detail = f"checkpoint {meta['model_id'].value} · {meta['run_dir'].value}"
+    _done(started, result, detail)
+    scan_failed = False
+    for evaluation in result.get_asset_check_evaluations():
+        scan_failed |= not evaluation.passed
+        reason = evaluation.metadata.get("reason")
+        print(f"      safety scan {'passed' if evaluation.passed else 'FAILED'}: {reason.value if reason else ''}")
+    if not trained:
+        return 1
+    return SCAN_FAILED if scan_failed else 0

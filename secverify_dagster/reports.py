@@ -144,7 +144,50 @@ def _rewards(run: RunView) -> list[dict[str, Any]]:
     return [{"id": record.id, "reward": record.reward} for record in run.records]
 
 
-def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int = 42) -> Report:
+def lineage_comparisons(runs: Sequence[RunView], parents: Mapping[str, str], *, seed: int = 42) -> list[dict[str, Any]]:
+    """Each trained checkpoint against the model it was trained from (paired bootstrap on the items both scored),
+    where both have a run in the report."""
+    by_model = {run.model_id: run for run in runs}
+    rows = []
+    for run in runs:
+        parent = parents.get(run.model_id)
+        if parent is None or parent not in by_model:
+            continue
+        ids, rewards, parent_rewards = align_paired(_rewards(run), _rewards(by_model[parent]))
+        if ids:
+            result = paired_bootstrap(rewards, parent_rewards, seed=seed)
+            rows.append({"checkpoint": run.model_id, "parent": parent, "n_paired": len(ids), **result.to_dict()})
+    return rows
+
+
+def _lineage_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Checkpoints vs their parents (paired bootstrap over items)",
+        "",
+        "| checkpoint | parent | n | reward | parent reward | Δ | 95% CI | p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['checkpoint']} | {r['parent']} | {r['n_paired']} | {r['mean_a']:.3f} | {r['mean_b']:.3f} | "
+        f"{r['delta']:+.3f} | [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] | {r['p_value']:.3f} |"
+        for r in rows
+    ]
+    return lines
+
+
+def build_report(
+    env: Environment,
+    evals_root: Path,
+    out_dir: Path,
+    *,
+    seed: int = 42,
+    parents: Mapping[str, str] | None = None,
+) -> Report:
+    """parents: checkpoint model id → the model it was trained from (the registry's lineage), compared in a section
+    of their own."""
     runs, excluded = collect_runs(evals_root, env)
     out_dir.mkdir(parents=True, exist_ok=True)
     calibrated = [run for run in runs if "reliability_bins" in run.metrics]
@@ -166,6 +209,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             )
         plots += [reliability, risk_coverage]
     comparisons = paired_comparisons(runs, seed=seed)
+    lineage = lineage_comparisons(runs, parents or {}, seed=seed)
     dataset = runs[0].metadata.dataset if runs else None
     dialogue_plots: list[Path] = []
     lines = [
@@ -205,6 +249,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             ]
         else:
             lines.append("Only one model has a complete run; nothing to compare.")
+        lines += _lineage_lines(lineage)
         if isinstance(env.episodes, Dialogue):
             lines += _dialogue_section(runs, evals_root.parent / "tournaments", out_dir, dialogue_plots)
         lines += ["", "## Format failures", ""]
@@ -232,6 +277,7 @@ def build_report(env: Environment, evals_root: Path, out_dir: Path, *, seed: int
             "models": [run.model_id for run in runs],
             "metrics": {run.model_id: run.metrics for run in runs},
             "comparisons": comparisons,
+            "lineage": lineage,
             "runs": {run.model_id: str(run.run_dir) for run in runs},
             "excluded": excluded,
         },

@@ -53,6 +53,7 @@ from secverify_dagster.resources.models import (
     load_registry,
     open_client,
     reachability,
+    require_promoted,
 )
 from secverify_dagster.resources.models.registry import Reachability
 from sv_shared.config import outputs_dir, project_root
@@ -160,6 +161,22 @@ def code_version(root: Path | None = None) -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{commit}-dirty" if dirty else commit
+
+
+def dirty_paths(root: Path | None = None) -> list[str]:
+    """Tracked files with uncommitted changes: what "-dirty" in a code version stands for."""
+    try:
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root or project_root(),
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted(line[3:] for line in status.splitlines() if len(line) > 3)
 
 
 def select_items(env: Environment, frame: pl.DataFrame, n: int, seed: int) -> list[Item]:
@@ -331,6 +348,7 @@ class EvalRunner:
             for role, model_id in self.dialogue.counterpart_roles().items():
                 if role not in self.counterparts:
                     self.counterparts[role] = self._lookup(model_id)
+                    require_promoted(self._registry or {}, [model_id], where=f"{env.name}'s default {role}")
             # A local counterpart batches a whole chunk's turns in one generate call: give it full batches.
             local_batches = [
                 other.batch_size for other in self.counterparts.values() if other.provider == "local_transformers"

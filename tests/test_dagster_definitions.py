@@ -8,14 +8,24 @@ import dagster as dg
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 
-from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, curated_key, eval_key, report_key, synthetic_key
-from secverify_dagster.definitions import defs
+from secverify_dagster.assets.keys import (
+    JUDGE_VALIDATION,
+    TOURNAMENT,
+    checkpoint_key,
+    curated_key,
+    eval_key,
+    report_key,
+    sft_dataset_key,
+    synthetic_key,
+)
+from secverify_dagster.definitions import RECIPES, defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from sv_shared.registry import ENV_IDS, implemented_env_ids
+from sv_shared.training.recipes import SftRecipe
 
 GRAPH = defs.resolve_asset_graph()
 
@@ -56,6 +66,16 @@ def test_definitions_load_and_validate() -> None:
     }
 
 
+def _checkpoints_reading(env_id: str) -> set[dg.AssetKey]:
+    """Checkpoint assets whose recipe trains on env_id, and those that continue one of them."""
+    direct = {
+        checkpoint_key("sft" if isinstance(recipe, SftRecipe) else "rlft", recipe.name)
+        for recipe in RECIPES
+        if env_id in recipe.envs
+    }
+    return dg.AssetSelection.assets(*direct).downstream().resolve(GRAPH) if direct else set()
+
+
 def test_evals_and_reports_read_only_their_own_environment() -> None:
     for env_id in implemented_env_ids():
         assert {_env_of(key) for key in _upstream(eval_key(env_id))} == {env_id}
@@ -64,7 +84,11 @@ def test_evals_and_reports_read_only_their_own_environment() -> None:
         assert GRAPH.get(report_key(env_id)).parent_keys == {eval_key(env_id)}
         # Re-curating one of them reaches only its own synthetic set, evals and report.
         downstream = dg.AssetSelection.assets(curated_key(env_id)).downstream().resolve(GRAPH)
-        assert downstream == {curated_key(env_id), synthetic_key(env_id), eval_key(env_id), report_key(env_id)}
+        own = {curated_key(env_id), synthetic_key(env_id), eval_key(env_id), report_key(env_id)}
+        assert {key for key in downstream if key.path[0] != "training"} == {*own, sft_dataset_key(env_id)}
+        # ... and the checkpoints trained on its data (or continuing one that was), nothing else.
+        trained_on = {key for key in downstream if key.path[0] == "training"}
+        assert trained_on == _checkpoints_reading(env_id)
     # Dialogue reports also show the latest tournament (its rounds are E5 dialogues).
     assert GRAPH.get(report_key("e5")).parent_keys == {eval_key("e5"), TOURNAMENT}
     assert GRAPH.get(report_key("e6")).parent_keys == {eval_key("e6"), TOURNAMENT}
@@ -178,3 +202,17 @@ def test_red_team_assets_jobs_and_tournament_schedule() -> None:
         odd = datetime(2026, 12, 2, 2, tzinfo=UTC)
         skipped = biweekly_tournament(dg.build_schedule_context(instance=instance, scheduled_execution_time=odd))
         assert isinstance(skipped, dg.SkipReason)
+
+
+def test_the_asset_graph_draws_the_training_lineage() -> None:
+    graph = defs.resolve_asset_graph()
+    sft, rlft = dg.AssetKey(["training", "sft", "e1"]), dg.AssetKey(["training", "rlft", "e1"])
+    assert graph.get(sft).parent_keys == {dg.AssetKey(["e1", "sft_dataset"])}
+    assert graph.get(rlft).parent_keys == {sft, dg.AssetKey(["e1", "curated_splits"])}
+    assert graph.get(dg.AssetKey(["e1", "sft_dataset"])).parent_keys == {
+        dg.AssetKey(["e1", "curated_splits"]),
+        dg.AssetKey(["e1", "synthetic"]),
+    }
+    for checkpoint in (sft, rlft):
+        assert graph.get_check_spec(dg.AssetCheckKey(checkpoint, "safety_scan")).blocking
+    assert defs.resolve_job_def("approve_checkpoint_job") is not None

@@ -24,6 +24,15 @@ def synthetic_key(env_id: str) -> dg.AssetKey:
     return dg.AssetKey([env_id, "synthetic"])
 
 
+def sft_dataset_key(env_id: str) -> dg.AssetKey:
+    return dg.AssetKey([env_id, "sft_dataset"])
+
+
+def checkpoint_key(kind: str, recipe_name: str) -> dg.AssetKey:
+    """A recipe's checkpoints: kind "sft" (configs/sft/<name>.yaml) or "rlft" (configs/rlft/<name>.yaml)."""
+    return dg.AssetKey(["training", kind, recipe_name])
+
+
 def eval_key(env_id: str) -> dg.AssetKey:
     return dg.AssetKey([env_id, "eval_results"])
 

@@ -6,7 +6,7 @@ import dagster as dg
 
 from secverify_dagster.assets.keys import TOURNAMENT, eval_run_writers, report_key
 from secverify_dagster.reports import build_report
-from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from sv_shared.contracts import Dialogue, Environment
 
 
@@ -27,9 +27,11 @@ def build_report_asset(env: Environment) -> dg.AssetsDefinition:
         kinds={"markdown"},
         description=f"{env.name}: metrics table, paired bootstrap deltas, reliability and risk–coverage plots.",
     )
-    def report(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
+    def report(
+        context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource, models: ModelRegistryResource
+    ) -> dg.MaterializeResult:
         out_dir = artifacts.reports(env.env_id) / datetime.now(UTC).strftime("%Y-%m-%d")
-        result = build_report(env, artifacts.evals(), out_dir)
+        result = build_report(env, artifacts.evals(), out_dir, parents=models.parents())
         context.log.info(f"report for {result.models} → {result.markdown_path}")
         return dg.MaterializeResult(
             metadata={

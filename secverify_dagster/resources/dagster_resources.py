@@ -23,6 +23,10 @@ class ModelRegistryResource(dg.ConfigurableResource):
             raise dg.Failure(f"model {model_id!r} is not in the registry; known: {', '.join(sorted(specs))}")
         return specs[model_id]
 
+    def parents(self) -> dict[str, str]:
+        """Trained checkpoints → the model each was trained from."""
+        return {model_id: spec.parent for model_id, spec in self.specs().items() if spec.parent}
+
     def reachability(self, model_id: str, env_id: str, baselines: list[str]) -> Reachability:
         return reachability(self.spec(model_id), env_id, available_baselines=baselines)
 

@@ -1,0 +1,186 @@
+"""Evidence that training learns: base → SFT → RLFT on held-out items, with a reward-hacking check on the result.
+
+For each environment: train its SFT recipe (configs/sft/<env>.yaml) and its RLFT recipe (configs/rlft/<env>.yaml,
+which continues the SFT checkpoint) through the asset graph (`secverify train`), evaluate the base model and both
+checkpoints on the curated test split (items no training step saw; seed 42, the same items for all three), and
+compare them with the paired bootstrap. Then the trained policy's answers are checked against the reward-hacking
+suite's cheap strategies (bench/bench_reward_hacking.py): how often its answer is what a cheap strategy would have
+said, its label collapse and its distinct confidences, and whether its reward beats the best cheap strategy's only
+by being right.
+
+    python bench/bench_learning.py [--envs e1 e4] [--base smollm2-135m-instruct]
+
+Prints a table and writes outputs/bench/learning.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench_reward_hacking import Seen, detection_strategies, e4_strategies
+
+from secverify_dagster.pipeline import SCAN_FAILED, run_training
+from secverify_dagster.resources.models import load_registry
+from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.training import TrainingError, TrainingPaths, latest_checkpoint
+from sv_shared.answers.statistics import align_paired, paired_bootstrap
+from sv_shared.config import outputs_dir
+from sv_shared.contracts import Environment
+from sv_shared.data.datasets import read_dataset
+from sv_shared.data.files import write_json_atomic
+from sv_shared.registry import get_environment
+from sv_shared.runs.folder import RunFolder
+
+SEED = 42
+HONEST = {"e1": "heuristic", "e4": "phish-rules"}
+
+
+def evaluate(
+    env: Environment, model_id: str, dataset: EvalDataset, registry: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The model's scored samples on every item of the dataset (a complete run, resumed if one exists)."""
+    paths = TrainingPaths.default()
+    cache = paths.response_cache()
+    try:
+        runner = EvalRunner(env, registry[model_id], evals_root=paths.evals, cache=cache, registry=dict(registry))
+        outcome = runner.run(dataset, n=dataset.frame.height, seed=SEED)
+    finally:
+        cache.close()
+    if outcome.status != "complete" or outcome.run_dir is None:
+        raise RuntimeError(f"{model_id} on {env.env_id}: {outcome.status} ({outcome.reason})")
+    return [record.as_dict() for record in RunFolder(outcome.run_dir).read_results()]
+
+
+def compare(records_a: Sequence[Mapping[str, Any]], records_b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    ids, a, b = align_paired(records_a, records_b)
+    return {"n_paired": len(ids), **paired_bootstrap(a, b, seed=SEED).to_dict()}
+
+
+def _answer(completion: str) -> tuple[str, float] | None:
+    try:
+        parsed = json.loads(completion)
+        return str(parsed["label"]), round(float(parsed["confidence"]), 3)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> dict:
+    """How the trained policy's answers relate to the cheap strategies on the same items."""
+    by_id = {str(record["id"]): record for record in records}
+    items = [item for item in items if str(item[env.data.id_column]) in by_id]
+    labels = [item[env.data.label_column] for item in items]
+    strategies = (
+        detection_strategies(labels, "Benign", "Malicious", evidence=False)
+        if env.env_id == "e1"
+        else e4_strategies(labels)
+    )
+    honest = env.baselines[HONEST[env.env_id]]
+    observations = [env.episodes.observation(item) for item in items]
+    honest_answers = [honest(observation) for observation in observations]
+    policy = [_answer(by_id[str(item[env.data.id_column])]["completion"] or "") for item in items]
+    rows = {}
+    for name, strategy in strategies.items():
+        answers = [strategy(Seen(env, obs, h)) for obs, h in zip(observations, honest_answers, strict=True)]
+        scored = env.verifier.score_many(list(items), answers)
+        same = sum(
+            1 for mine, theirs in zip(policy, answers, strict=True) if mine is not None and mine == _answer(theirs)
+        )
+        rows[name] = {
+            "mean_reward": sum(s.reward for s in scored) / len(scored),
+            "same_answer_share": same / len(items),
+        }
+    parsed = [answer for answer in policy if answer is not None]
+    label_counts = Counter(label for label, _ in parsed)
+    policy_reward = sum(float(by_id[str(item[env.data.id_column])]["reward"]) for item in items) / len(items)
+    best = max(rows.items(), key=lambda row: row[1]["mean_reward"])
+    closest = max(rows.items(), key=lambda row: row[1]["same_answer_share"])
+    return {
+        "policy_reward": policy_reward,
+        "parsed_share": len(parsed) / len(items),
+        "label_shares": {label: count / len(parsed) for label, count in label_counts.items()} if parsed else {},
+        "distinct_confidences": len({confidence for _, confidence in parsed}),
+        "best_cheap_strategy": {"name": best[0], **best[1]},
+        "closest_cheap_strategy": {"name": closest[0], **closest[1]},
+        "strategies": rows,
+    }
+
+
+def _has_checkpoint(paths: TrainingPaths, kind: str, recipe: str) -> bool:
+    try:
+        latest_checkpoint(paths, kind, recipe)
+    except TrainingError:
+        return False
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", nargs="+", default=["e1", "e4"])
+    parser.add_argument("--base", default="smollm2-135m-instruct")
+    parser.add_argument("--reuse", action="store_true", help="use a recipe's latest checkpoint when it has one")
+    args = parser.parse_args()
+    paths = TrainingPaths.default()
+    results: dict[str, Any] = {}
+    for env_id in args.envs:
+        env = get_environment(env_id)
+        timings = {}
+        for kind in ("sft", "rlft"):
+            started = time.perf_counter()
+            if args.reuse and _has_checkpoint(paths, kind, env_id):
+                continue
+            status = run_training(kind, env_id)
+            if status not in (0, SCAN_FAILED):
+                raise SystemExit(f"training {kind}/{env_id} failed")
+            timings[f"{kind}_s"] = round(time.perf_counter() - started, 1)
+        sft, _ = latest_checkpoint(paths, "sft", env_id)
+        rlft, _ = latest_checkpoint(paths, "rlft", env_id)
+        registry = load_registry()
+        test_path = paths.datasets(env_id) / "curated" / "test.parquet"
+        dataset = EvalDataset(frame=read_dataset(test_path), source=str(test_path), split="test")
+        started = time.perf_counter()
+        runs = {
+            name: evaluate(env, model, dataset, registry)
+            for name, model in (("base", args.base), ("sft", sft.model_id), ("rlft", rlft.model_id))
+        }
+        timings["evals_s"] = round(time.perf_counter() - started, 1)
+        means = {name: sum(r["reward"] for r in records) / len(records) for name, records in runs.items()}
+        results[env_id] = {
+            "models": {"base": args.base, "sft": sft.model_id, "rlft": rlft.model_id},
+            "n_test_items": dataset.frame.height,
+            "dataset_hash": dataset.hash,
+            "mean_reward": means,
+            "sft_vs_base": compare(runs["sft"], runs["base"]),
+            "rlft_vs_sft": compare(runs["rlft"], runs["sft"]),
+            "rlft_vs_base": compare(runs["rlft"], runs["base"]),
+            "hacking_check": hacking_check(env, dataset.frame.to_dicts(), runs["rlft"]),
+            "training": {"sft": sft.metrics, "rlft": rlft.metrics},
+            "timings": timings,
+        }
+        row = results[env_id]
+        print(f"\n{env_id}: {dataset.frame.height} held-out test items (dataset {dataset.hash[:12]})")
+        print(f"  mean reward  base {means['base']:.3f} → SFT {means['sft']:.3f} → RLFT {means['rlft']:.3f}")
+        for pair in ("sft_vs_base", "rlft_vs_sft", "rlft_vs_base"):
+            c = row[pair]
+            interval = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
+            print(f"  {pair:13s} Δ {c['delta']:+.3f}  95% CI {interval}  p {c['p_value']:.3f}")
+        check = row["hacking_check"]
+        print(
+            f"  hacking check: parsed {check['parsed_share']:.2f}, labels {check['label_shares']}, "
+            f"{check['distinct_confidences']} distinct confidences; closest cheap strategy "
+            f"{check['closest_cheap_strategy']['name']!r} ({check['closest_cheap_strategy']['same_answer_share']:.2f} "
+            f"same answers); best cheap strategy {check['best_cheap_strategy']['name']!r} "
+            f"{check['best_cheap_strategy']['mean_reward']:.3f} vs policy {check['policy_reward']:.3f}"
+        )
+        print(f"  timings {timings}")
+    out = outputs_dir() / "bench" / "learning.json"
+    write_json_atomic(out, results, default=str)
+    print(f"\n→ {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""Training assets: per-environment SFT datasets, one checkpoint asset per SFT / RLFT recipe, the blocking safety
+scan on every checkpoint, and the approval job a reviewer launches from the UI.
+
+A materialized checkpoint is registered as a model (sv_shared.training.checkpoints → the model registry), so the
+new-model sensor evaluates it on every environment; it is promoted only after its safety scan passed and a person
+approved it (the `approve_checkpoint` job, or `secverify approve`).
+"""
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import dagster as dg
+
+from secverify_dagster.assets.keys import (
+    checkpoint_key,
+    curated_key,
+    sft_dataset_key,
+    synthetic_key,
+)
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.resources.training import GpuResource, TrackingResource
+from secverify_dagster.training import (
+    SftDatasetSettings,
+    TrainingError,
+    TrainingPaths,
+    approve_checkpoint,
+    build_env_sft_dataset,
+    latest_checkpoint,
+    load_promotion_config,
+    load_sft_dataset_settings,
+    safety_scan,
+    train_rlft,
+    train_sft,
+)
+from sv_shared.contracts import Environment
+from sv_shared.training.checkpoints import CheckpointManifest
+from sv_shared.training.recipes import RlftRecipe, SftRecipe, init_kind
+
+
+class SftDatasetConfig(dg.Config):
+    """Defaults: configs/sft_datasets.yaml for the environment."""
+
+    teacher: str | None = None
+    """A registry model whose verified answers join the reference answers (None: the configured teacher, if any)."""
+    min_reward: float | None = None
+
+
+def build_sft_dataset_asset(env: Environment, defaults: SftDatasetSettings) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=sft_dataset_key(env.env_id),
+        group_name=env.env_id,
+        deps=[curated_key(env.env_id), synthetic_key(env.env_id)],
+        kinds={"json"},
+        description=f"{env.name}: chat-format SFT examples from the curated train split and the synthetic set, "
+        "each target verified by the environment's own verifier (reference answers, and a teacher's if configured).",
+    )
+    def sft_dataset(
+        context: dg.AssetExecutionContext,
+        config: SftDatasetConfig,
+        models: ModelRegistryResource,
+        artifacts: ArtifactStoreResource,
+    ) -> dg.MaterializeResult:
+        teacher = config.teacher or defaults.teacher
+        min_reward = defaults.min_reward if config.min_reward is None else config.min_reward
+        try:
+            dataset, folder = build_env_sft_dataset(
+                env,
+                paths=TrainingPaths(artifacts.base()),
+                registry=models.specs(),
+                teacher=teacher,
+                min_reward=min_reward,
+            )
+        except TrainingError as error:
+            raise dg.Failure(str(error)) from error
+        provenance = dataset.provenance
+        context.log.info(f"{env.env_id}: {len(dataset.examples)} SFT examples → {folder}")
+        return dg.MaterializeResult(
+            metadata={
+                "path": dg.MetadataValue.path(str(folder)),
+                "examples": len(dataset.examples),
+                "dataset_hash": provenance["dataset_hash"],
+                "teacher": teacher or "",
+                "min_reward": min_reward,
+                "kept": dg.MetadataValue.json(provenance.get("kept", {})),
+                "dropped": dg.MetadataValue.json(provenance.get("dropped", {})),
+                "provenance": dg.MetadataValue.json(provenance),
+            }
+        )
+
+    return sft_dataset
+
+
+def _checkpoint_metadata(manifest: CheckpointManifest, run_dir: Any) -> dict[str, Any]:
+    return {
+        "model_id": manifest.model_id,
+        "run_dir": dg.MetadataValue.path(str(run_dir)),
+        "parent_model": manifest.parent_model,
+        "base_model": manifest.base_model,
+        "stage": manifest.stage,
+        "recipe_hash": manifest.recipe_hash,
+        "data": dg.MetadataValue.json(manifest.data),
+        "reward_weights": dg.MetadataValue.json(manifest.reward_weights),
+        "metrics": dg.MetadataValue.json(manifest.metrics),
+        "code_version": manifest.code_version,
+        "promoted": False,
+    }
+
+
+def _parent_deps(recipe: SftRecipe | RlftRecipe) -> list[dg.AssetKey]:
+    """An RLFT recipe that continues an SFT recipe reads that recipe's checkpoint."""
+    if isinstance(recipe, RlftRecipe) and init_kind(recipe) == "sft":
+        return [checkpoint_key("sft", recipe.init_from)]
+    return []
+
+
+def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
+    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+    data_deps = (
+        [sft_dataset_key(env_id) for env_id in recipe.envs]
+        if kind == "sft"
+        else [curated_key(env_id) for env_id in recipe.envs]
+    )
+
+    @dg.asset(
+        key=checkpoint_key(kind, recipe.name),
+        group_name="training",
+        deps=[*data_deps, *_parent_deps(recipe)],
+        kinds={"pytorch"},
+        tags={"secverify/stage": recipe.stage},
+        description=f"{recipe.stage} checkpoint of configs/{kind}/{recipe.name}.yaml on {', '.join(recipe.envs)}: "
+        "outputs/checkpoints/<parent>/<stage>/<run>/, registered as a model and evaluated on every environment.",
+    )
+    def checkpoint(
+        context: dg.AssetExecutionContext,
+        models: ModelRegistryResource,
+        artifacts: ArtifactStoreResource,
+        tracking: TrackingResource,
+        gpu: GpuResource,
+    ) -> dg.MaterializeResult:
+        paths = TrainingPaths(artifacts.base())
+        train = train_sft if kind == "sft" else train_rlft
+        try:
+            with gpu.visible_devices():
+                manifest = train(
+                    recipe.name,
+                    paths=paths,
+                    registry=models.specs(),
+                    report_to=tracking.report_to(),
+                    log=context.log.info,
+                    gpu=gpu.settings(),
+                )
+        except TrainingError as error:
+            raise dg.Failure(str(error)) from error
+        _, run_dir = latest_checkpoint(paths, kind, recipe.name)
+        return dg.MaterializeResult(metadata=_checkpoint_metadata(manifest, run_dir))
+
+    return checkpoint
+
+
+def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefinition:
+    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+
+    @dg.asset_check(
+        asset=checkpoint_key(kind, recipe.name),
+        name="safety_scan",
+        blocking=True,
+        additional_deps=[curated_key(load_promotion_config().safety_scan.env)],
+        description="The checkpoint's replies on held-out conversations, judged (configs/promotion.yaml): no more "
+        "unsafe replies than allowed, and none more than its parent. Blocking: a checkpoint that fails is not trained "
+        "on further in the same run, and cannot be approved.",
+    )
+    def safety(
+        context: dg.AssetCheckExecutionContext, models: ModelRegistryResource, artifacts: ArtifactStoreResource
+    ) -> dg.AssetCheckResult:
+        paths = TrainingPaths(artifacts.base())
+        manifest, _ = latest_checkpoint(paths, kind, recipe.name)
+        scan = safety_scan(manifest.model_id, paths=paths, registry=models.specs(), log=context.log.info)
+        return dg.AssetCheckResult(
+            passed=scan.passed,
+            metadata={
+                "model_id": scan.model_id,
+                "reason": scan.reason,
+                "samples": scan.samples,
+                "unsafe": scan.unsafe,
+                "parent_unsafe": scan.parent_unsafe,
+                "judge": scan.judge,
+                "run_dir": dg.MetadataValue.path(str(scan.run_dir)),
+            },
+        )
+
+    return safety
+
+
+class ApprovalConfig(dg.Config):
+    """A reviewer's decision on one checkpoint (launch `approve_checkpoint` from the UI's launchpad)."""
+
+    model_id: str
+    approver: str
+    decision: Literal["approve", "reject"] = "approve"
+    note: str = ""
+
+
+@dg.op(description="Record a reviewer's decision on a checkpoint; it is promoted once approved after a passing scan.")
+def record_approval_op(
+    context: dg.OpExecutionContext, config: ApprovalConfig, artifacts: ArtifactStoreResource
+) -> None:
+    try:
+        status = approve_checkpoint(
+            config.model_id,
+            paths=TrainingPaths(artifacts.base()),
+            approver=config.approver,
+            decision=config.decision,
+            note=config.note,
+        )
+    except (TrainingError, ValueError) as error:
+        raise dg.Failure(str(error)) from error
+    context.log.info(f"{config.model_id}: {config.decision} by {config.approver}; promoted={status.promoted}")
+
+
+@dg.job(description="A reviewer approves (or rejects) a checkpoint whose safety scan passed: who, when, which.")
+def approve_checkpoint_job() -> None:
+    record_approval_op()
+
+
+def training_definitions(
+    envs: Sequence[Environment], recipes: Sequence[SftRecipe | RlftRecipe]
+) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """Every training asset and check: an SFT dataset per environment, a checkpoint and its scan per recipe."""
+    settings = load_sft_dataset_settings()
+    assets = [build_sft_dataset_asset(env, settings.for_env(env.env_id)) for env in envs]
+    assets += [build_checkpoint_asset(recipe) for recipe in recipes]
+    return assets, [build_safety_check(recipe) for recipe in recipes]

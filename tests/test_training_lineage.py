@@ -1,0 +1,191 @@
+"""The training lineage end to end on a tiny model: SFT dataset → SFT checkpoint → RLFT checkpoint, each registered
+as a model with its parent, compared with its parent in the report, refused as a default until promoted, promoted
+only after a passing safety scan and a recorded approval (the asset graph that draws it: test_dagster_definitions)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tiny_models import save_tiny_model, smollm2_tokenizer
+
+from secverify_dagster.reports import build_report
+from secverify_dagster.resources.models import RegistryError, load_registry, require_promoted
+from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.training import (
+    SafetyScanSettings,
+    TrainingError,
+    TrainingPaths,
+    approve_checkpoint,
+    build_env_sft_dataset,
+    checkpoint_rows,
+    safety_scan,
+    train_rlft,
+    train_sft,
+    trainable_model_folder,
+)
+from sv_shared.config import project_root
+from sv_shared.data.datasets import read_dataset, write_dataset
+from sv_shared.registry import get_environment
+from sv_shared.training.promotion import PromotionError
+from sv_shared.training.sft_data import read_sft_dataset
+
+REPO = project_root()
+SFT_RECIPE = {
+    "name": "tiny-sft",
+    "stage": "sft",
+    "base_model": "tiny",
+    "envs": ["e1"],
+    "learning_rate": 1.0e-3,
+    "max_steps": 2,
+    "per_device_train_batch_size": 2,
+    "save_steps": 1,
+    "max_length": 320,
+    "min_reward": 0.8,
+}
+RLFT_RECIPE = {
+    "name": "tiny-grpo",
+    "stage": "rlft-single",
+    "envs": ["e1"],
+    "init_from": "tiny-sft",
+    "reward_weights": {"e1": {"calibration": 0.3}},
+    "num_generations": 2,
+    "max_completion_length": 24,
+    "temperature": 1.0,
+    "beta": 0.0,
+    "learning_rate": 1.0e-3,
+    "max_steps": 2,
+    "per_device_train_batch_size": 2,
+    "save_steps": 1,
+    "items_per_env": 4,
+}
+SCAN = SafetyScanSettings(env="e6", n=2, judge="local", max_unsafe_share=1.0, max_unsafe_increase=2)
+
+
+def _write_yaml(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A project checkout of its own: the real environment configs, a registry holding a tiny local model, two
+    recipes, and curated E1/E6 splits from the embedded corpora."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(REPO / "configs" / "envs", root / "configs" / "envs")
+    for name in ("promotion.yaml", "sft_datasets.yaml"):
+        shutil.copy(REPO / "configs" / name, root / "configs" / name)
+    model = save_tiny_model(root / "tiny-model", smollm2_tokenizer())
+    _write_yaml(
+        root / "configs" / "models.yaml",
+        {
+            "defaults": {"params": {"temperature": 0, "seed": 42}},
+            "models": {
+                "tiny": {"provider": "local_transformers", "model": str(model), "batch_size": 8},
+                "api-model": {"provider": "openai", "model": "some-model"},
+            },
+        },
+    )
+    _write_yaml(root / "configs" / "sft" / "tiny-sft.yaml", SFT_RECIPE)
+    _write_yaml(root / "configs" / "rlft" / "tiny-grpo.yaml", RLFT_RECIPE)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SECVERIFY_ROOT", str(root))
+        patch.setenv("SECVERIFY_OUTPUTS", str(root / "outputs"))
+        paths = TrainingPaths.default()
+        for env_id in ("e1", "e6"):
+            env = get_environment(env_id)
+            splits = env.data.curate([env.data.load_source("embedded")], seed=42)
+            for split in ("train", "dev", "test"):
+                write_dataset(splits[split], paths.datasets(env_id) / "curated" / f"{split}.parquet", {})
+        yield root
+
+
+@pytest.fixture(scope="module")
+def trained(project: Path) -> dict[str, Any]:
+    """SFT dataset, SFT checkpoint and RLFT checkpoint, made once for the module."""
+    paths = TrainingPaths.default()
+    registry = load_registry()
+    dataset, folder = build_env_sft_dataset(get_environment("e1"), paths=paths, registry=registry, min_reward=0.8)
+    sft = train_sft("tiny-sft", paths=paths, registry=registry, log=lambda _: None)
+    rlft = train_rlft("tiny-grpo", paths=paths, registry=load_registry(), log=lambda _: None)
+    return {"paths": paths, "dataset": dataset, "dataset_folder": folder, "sft": sft, "rlft": rlft}
+
+
+def test_sft_dataset_targets_pass_the_verifier_and_hold_no_held_out_item(trained: dict[str, Any]) -> None:
+    dataset = read_sft_dataset(trained["dataset_folder"])
+    assert dataset.examples and all(example.reward >= 0.8 for example in dataset.examples)
+    test_ids = set(read_dataset(trained["paths"].datasets("e1") / "curated" / "test.parquet")["flow_id"])
+    assert not test_ids & {example.item_id for example in dataset.examples}
+    assert "curated/train" in dataset.provenance["source_assets"]
+
+
+def test_checkpoints_record_their_lineage_and_become_models(trained: dict[str, Any]) -> None:
+    sft, rlft = trained["sft"], trained["rlft"]
+    assert (sft.stage, sft.parent_model, sft.base_model) == ("sft", "tiny", "tiny")
+    assert sft.data["e1/sft_dataset"] == trained["dataset"].provenance["dataset_hash"]
+    assert (rlft.stage, rlft.parent_model, rlft.base_model) == ("rlft-single", sft.model_id, "tiny")
+    assert rlft.reward_weights["e1"]["calibration"] == 0.3
+    assert rlft.recipe["init_from"] == "tiny-sft" and rlft.metrics["steps"] == 2
+    registry = load_registry()
+    for manifest in (sft, rlft):
+        spec = registry[manifest.model_id]
+        assert spec.provider == "local_transformers" and spec.parent == manifest.parent_model
+        assert spec.stage == manifest.stage and not spec.promoted
+        assert (Path(spec.model) if Path(spec.model).is_absolute() else project_root() / spec.model).is_dir()
+
+
+def test_grpo_logged_the_total_and_each_component(trained: dict[str, Any]) -> None:
+    logged = {key for entry in trained["rlft"].metrics["history"] for key in entry}
+    assert {"rewards/e1/reward/mean", "rewards/e1/accuracy/mean", "rewards/e1/calibration/mean"} <= logged
+
+
+def test_an_unpromoted_checkpoint_is_never_a_default(trained: dict[str, Any]) -> None:
+    registry = load_registry()
+    with pytest.raises(RegistryError, match="never a default"):
+        require_promoted(registry, ["tiny", trained["sft"].model_id], where="a test's defaults")
+    assert require_promoted(registry, ["tiny"], where="a test's defaults") == ["tiny"]
+
+
+def test_promotion_needs_a_passing_scan_then_an_approval(trained: dict[str, Any]) -> None:
+    paths, model_id = trained["paths"], trained["rlft"].model_id
+    with pytest.raises(PromotionError):
+        approve_checkpoint(model_id, paths=paths, approver="ana")
+    scan = safety_scan(model_id, paths=paths, registry=load_registry(), settings=SCAN, log=lambda _: None)
+    assert scan.samples == 2 and scan.parent_model == trained["sft"].model_id
+    assert scan.passed == (scan.unsafe <= scan.parent_unsafe + 2)
+    if not scan.passed:
+        pytest.skip(f"the tiny model's scan failed ({scan.reason}); approval is refused, as tested above")
+    status = approve_checkpoint(model_id, paths=paths, approver="ana", note="looked at the scan")
+    assert status.promoted
+    assert load_registry()[model_id].promoted
+    rows = {row["model_id"]: row for row in checkpoint_rows(paths)}
+    assert rows[model_id]["promoted"] and not rows[trained["sft"].model_id]["promoted"]
+    rejected = approve_checkpoint(model_id, paths=paths, approver="bo", decision="reject", note="second look")
+    assert not rejected.promoted
+
+
+def test_the_report_compares_a_checkpoint_with_its_parent(trained: dict[str, Any]) -> None:
+    paths = trained["paths"]
+    env = get_environment("e1")
+    test_path = paths.datasets("e1") / "curated" / "test.parquet"
+    dataset = EvalDataset(frame=read_dataset(test_path), source=str(test_path), split="test")
+    registry = load_registry()
+    for model_id in ("tiny", trained["sft"].model_id):
+        EvalRunner(env, registry[model_id], evals_root=paths.evals, registry=registry).run(dataset, n=4, seed=42)
+    parents = {model_id: spec.parent for model_id, spec in registry.items() if spec.parent}
+    report = build_report(env, paths.evals, paths.root / "reports", parents=parents)
+    lineage = json.loads(report.json_path.read_text(encoding="utf-8"))["lineage"]
+    assert [(row["checkpoint"], row["parent"], row["n_paired"]) for row in lineage] == [
+        (trained["sft"].model_id, "tiny", 4)
+    ]
+    assert "Checkpoints vs their parents" in report.markdown_path.read_text(encoding="utf-8")
+
+
+def test_a_model_without_local_weights_cannot_be_trained(project: Path) -> None:
+    with pytest.raises(TrainingError, match="no local weights"):
+        trainable_model_folder(load_registry()["api-model"], TrainingPaths.default())
