@@ -44,7 +44,7 @@ from sv_shared.training.checkpoints import (
     list_checkpoints,
     open_training_run,
 )
-from sv_shared.training.episode_rollout import episode_reward, episode_rollout_func
+from sv_shared.training.episode_rollout import EpisodeRollout, episode_reward
 from sv_shared.training.joint import joint_rounds
 from sv_shared.training.promotion import PromotionStatus, promotion_status, record_approval, record_safety_scan
 from sv_shared.training.recipes import (
@@ -563,7 +563,7 @@ def episode_rollout(
             clients.append(client)
             params = {**(dialogue.counterpart_generation_params(role) if dialogue else {}), **spec.params}
             policies[role] = batch_policy(client, params, recipe.seed)
-        yield episode_rollout_func(env, items, counterparts=policies, tool_protocol="text")
+        yield EpisodeRollout(env, items, counterparts=policies, tool_protocol="text")
     finally:
         for client in clients:
             client.close()

@@ -25,7 +25,6 @@ from sv_shared.training.episode_rollout import (  # noqa: E402
     GenerationFailed,
     PromptNotFound,
     episode_reward,
-    episode_rollout_func,
     prompt_key,
 )
 from sv_shared.training.joint import (  # noqa: E402
@@ -230,7 +229,7 @@ def failing_target(conversations: Sequence[list[dict[str, Any]]]) -> list[Policy
 def test_a_failing_counterpart_gives_reward_zero_counted_and_masked(tokenizer: Any, target: Any) -> None:
     trainer = StandInTrainer(tiny_model(tokenizer), tokenizer)
     items = E5.data.load_source("embedded").to_dicts()[:2]
-    rollout = episode_rollout_func(E5, items, counterparts={"target": target}, judge="local", max_new_tokens=4)
+    rollout = EpisodeRollout(E5, items, counterparts={"target": target}, judge="local", max_new_tokens=4)
     out = rollout(grouped(E5, items, 2), trainer)
     assert out["episode_reward"] == [0.0] * 4
     assert out["episode_failed"] == [True] * 4
@@ -248,7 +247,7 @@ def test_a_failing_counterpart_gives_reward_zero_counted_and_masked(tokenizer: A
 def test_failure_reward_none_leaves_failed_episodes_unscored(tokenizer: Any) -> None:
     trainer = StandInTrainer(tiny_model(tokenizer), tokenizer)
     items = E5.data.load_source("embedded").to_dicts()[:1]
-    rollout = episode_rollout_func(
+    rollout = EpisodeRollout(
         E5, items, counterparts={"target": failing_target}, judge="local", max_new_tokens=4, failure_reward=None
     )
     out = rollout(grouped(E5, items, 2), trainer)
@@ -264,7 +263,7 @@ def test_a_raising_judge_fails_every_episode_of_the_batch(tokenizer: Any) -> Non
 
     trainer = StandInTrainer(tiny_model(tokenizer), tokenizer)
     items = e6_items()
-    out = episode_rollout_func(E6, items, judge=BrokenJudge(), max_new_tokens=3)(grouped(E6, items, 2), trainer)
+    out = EpisodeRollout(E6, items, judge=BrokenJudge(), max_new_tokens=3)(grouped(E6, items, 2), trainer)
     assert out["episode_failed"] == [True] * 4 and out["episode_reward"] == [0.0] * 4
     assert all("judge crashed" in error for error in out["episode_error"])
 
@@ -309,7 +308,7 @@ def test_a_model_that_cannot_generate_stops_training_loudly(tokenizer: Any) -> N
 
 def test_prompts_map_to_items_by_their_opening_messages() -> None:
     items = e6_items()
-    rollout = episode_rollout_func(E6, {item["conversation_id"]: item for item in items}, judge="local")
+    rollout = EpisodeRollout(E6, {item["conversation_id"]: item for item in items}, judge="local")
     # a dataset row's prompt (role and content; None fields added by Arrow) finds its item
     row_prompt = [{**message, "tool_calls": None} for message in E6.episodes.messages(items[1])]
     assert rollout.index.lookup(row_prompt) is items[1]
@@ -318,7 +317,7 @@ def test_prompts_map_to_items_by_their_opening_messages() -> None:
     with pytest.raises(PromptNotFound):
         rollout.index.lookup("a plain-text prompt")
     twin = {**items[0], "conversation_id": "twin"}
-    ambiguous = episode_rollout_func(E6, [items[0], twin], judge="local")
+    ambiguous = EpisodeRollout(E6, [items[0], twin], judge="local")
     with pytest.raises(AmbiguousPrompt, match="twin"):
         ambiguous.index.lookup(E6.episodes.messages(items[0]))
     # the GRPO rows the training package builds carry exactly these prompts
@@ -332,15 +331,15 @@ def test_prompts_map_to_items_by_their_opening_messages() -> None:
 def test_configuration_errors_are_named() -> None:
     items = e6_items()
     with pytest.raises(TypeError, match="single-turn"):
-        episode_rollout_func(get_environment("e1"), [])
+        EpisodeRollout(get_environment("e1"), [])
     with pytest.raises(ValueError, match="text"):
-        episode_rollout_func(E4, e4_items(), tool_protocol="native")
+        EpisodeRollout(E4, e4_items(), tool_protocol="native")
     with pytest.raises(ValueError, match="missing \\['target'\\]"):
-        episode_rollout_func(E5, [], counterparts={})
+        EpisodeRollout(E5, [], counterparts={})
     with pytest.raises(ValueError, match="no rule baseline"):
-        episode_rollout_func(E5, [], counterparts={"target": "gpt-9"})
+        EpisodeRollout(E5, [], counterparts={"target": "gpt-9"})
     with pytest.raises(ValueError, match="judge_policy_for"):
-        episode_rollout_func(E6, items, judge="llm:some-model")
+        EpisodeRollout(E6, items, judge="llm:some-model")
 
 
 # -- tool use: E4 -------------------------------------------------------------------------------------------------
@@ -466,7 +465,7 @@ def test_one_grpo_step_with_the_episode_rollout(tokenizer: Any, tmp_path: Path) 
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     items = e6_items()
-    rollout = episode_rollout_func(E6, items, judge="local", max_new_tokens=6)
+    rollout = EpisodeRollout(E6, items, judge="local", max_new_tokens=6)
     seen: list[list[str]] = []
 
     def recorded(prompts: list[Any], trainer: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,17 @@ def test_sft_saves_a_loadable_model_and_resumes_from_the_newest_checkpoint(tiny_
     assert set(_losses(second.history)) == {1, 2, 3, 4}  # the earlier logs travel in the checkpoint
     assert _losses(second.history)[1] == _losses(first.history)[1]
     _assert_plain_model_folder(second.model_dir)
+
+
+def test_a_run_stopped_after_its_last_step_does_not_train_past_max_steps(tiny_model: Path, tmp_path: Path) -> None:
+    # 8 examples at batch 2 is 4 steps an epoch: max_steps 3 ends mid-epoch, where resuming would take a 4th step.
+    recipe = SftRecipe.model_validate({**SFT, "max_steps": 3})
+    first = run_sft(recipe, base_model_dir=tiny_model, examples=_examples(8), output_dir=tmp_path)
+    shutil.rmtree(first.model_dir)  # the process died before writing the final model
+    again = run_sft(recipe, base_model_dir=tiny_model, examples=_examples(8), output_dir=tmp_path)
+    assert (again.steps, again.steps_this_run) == (3, 0) and again.resumed_from == tmp_path / "checkpoint-3"
+    assert not (tmp_path / "checkpoint-4").exists()
+    assert (again.model_dir / "config.json").is_file()
 
 
 def test_lora_sft_is_merged_into_a_plain_model(tiny_model: Path, tmp_path: Path) -> None:

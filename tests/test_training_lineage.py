@@ -5,17 +5,22 @@ only after a passing safety scan and a recorded approval (the asset graph that d
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 import yaml
 from tiny_models import save_tiny_model, smollm2_tokenizer
 
+from secverify_dagster.assets.training import approve_checkpoint_job
 from secverify_dagster.reports import build_report
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import RegistryError, load_registry, require_promoted
+from secverify_dagster.resources.training import TrackingResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
 from secverify_dagster.training import (
     SafetyScanSettings,
@@ -25,6 +30,7 @@ from secverify_dagster.training import (
     build_env_sft_dataset,
     checkpoint_rows,
     safety_scan,
+    train_joint,
     train_rlft,
     train_sft,
     trainable_model_folder,
@@ -33,6 +39,7 @@ from sv_shared.config import project_root
 from sv_shared.data.datasets import read_dataset, write_dataset
 from sv_shared.registry import get_environment
 from sv_shared.training.promotion import PromotionError
+from sv_shared.training.recipes import load_rlft_recipe
 from sv_shared.training.sft_data import read_sft_dataset
 
 REPO = project_root()
@@ -64,6 +71,22 @@ RLFT_RECIPE = {
     "save_steps": 1,
     "items_per_env": 4,
 }
+JOINT_RECIPE = {
+    "name": "tiny-joint",
+    "stage": "rlft-joint",
+    "envs": ["e5", "e6"],
+    "init_from": "tiny",
+    "joint": {"rounds": 3, "frozen_attacker": "template-attacker", "frozen_defender": "policy-defender"},
+    "num_generations": 2,
+    "max_completion_length": 16,
+    "temperature": 1.0,
+    "beta": 0.0,
+    "learning_rate": 1.0e-3,
+    "max_steps": 1,
+    "per_device_train_batch_size": 2,
+    "save_steps": 1,
+    "items_per_env": 2,
+}
 SCAN = SafetyScanSettings(env="e6", n=2, judge="local", max_unsafe_share=1.0, max_unsafe_increase=2)
 
 
@@ -88,16 +111,19 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             "models": {
                 "tiny": {"provider": "local_transformers", "model": str(model), "batch_size": 8},
                 "api-model": {"provider": "openai", "model": "some-model"},
+                "template-attacker": {"provider": "baseline", "envs": ["e5"]},
+                "policy-defender": {"provider": "baseline", "envs": ["e6"]},
             },
         },
     )
     _write_yaml(root / "configs" / "sft" / "tiny-sft.yaml", SFT_RECIPE)
     _write_yaml(root / "configs" / "rlft" / "tiny-grpo.yaml", RLFT_RECIPE)
+    _write_yaml(root / "configs" / "rlft" / "tiny-joint.yaml", JOINT_RECIPE)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SECVERIFY_ROOT", str(root))
         patch.setenv("SECVERIFY_OUTPUTS", str(root / "outputs"))
         paths = TrainingPaths.default()
-        for env_id in ("e1", "e6"):
+        for env_id in ("e1", "e5", "e6"):
             env = get_environment(env_id)
             splits = env.data.curate([env.data.load_source("embedded")], seed=42)
             for split in ("train", "dev", "test"):
@@ -160,13 +186,43 @@ def test_promotion_needs_a_passing_scan_then_an_approval(trained: dict[str, Any]
     assert scan.passed == (scan.unsafe <= scan.parent_unsafe + 2)
     if not scan.passed:
         pytest.skip(f"the tiny model's scan failed ({scan.reason}); approval is refused, as tested above")
-    status = approve_checkpoint(model_id, paths=paths, approver="ana", note="looked at the scan")
-    assert status.promoted
+    # A reviewer approves from the UI: the approve_checkpoint job, its op configured in the launchpad.
+    approval = {"model_id": model_id, "approver": "ana", "note": "looked at the scan"}
+    result = approve_checkpoint_job.execute_in_process(
+        run_config={"ops": {"record_approval_op": {"config": approval}}},
+        resources={"artifacts": ArtifactStoreResource(root=str(paths.root))},
+    )
+    assert result.success
     assert load_registry()[model_id].promoted
     rows = {row["model_id"]: row for row in checkpoint_rows(paths)}
     assert rows[model_id]["promoted"] and not rows[trained["sft"].model_id]["promoted"]
     rejected = approve_checkpoint(model_id, paths=paths, approver="bo", decision="reject", note="second look")
     assert not rejected.promoted
+
+
+def test_approving_an_unknown_checkpoint_from_the_ui_fails_naming_it(project: Path) -> None:
+    approval = {"model_id": "no-such-checkpoint", "approver": "ana"}
+    with pytest.raises(dg.Failure, match="no-such-checkpoint"):
+        approve_checkpoint_job.execute_in_process(
+            run_config={"ops": {"record_approval_op": {"config": approval}}},
+            resources={"artifacts": ArtifactStoreResource(root=str(TrainingPaths.default().root))},
+        )
+
+
+def test_tracking_is_offline_without_a_key_and_online_only_with_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    for name in ("WANDB_DIR", "WANDB_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    offline = TrackingResource()
+    offline.setup_for_execution(dg.build_init_resource_context())
+    assert offline.report_to() == "wandb"
+    assert os.environ["WANDB_MODE"] == "offline" and os.environ["WANDB_DIR"] == str(tmp_path / "wandb")
+    with pytest.raises(dg.Failure, match="WANDB_API_KEY is not set"):
+        TrackingResource(mode="online").setup_for_execution(dg.build_init_resource_context())
+    assert TrackingResource(mode="disabled").report_to() == "none"
 
 
 def test_the_report_compares_a_checkpoint_with_its_parent(trained: dict[str, Any]) -> None:
@@ -189,3 +245,25 @@ def test_the_report_compares_a_checkpoint_with_its_parent(trained: dict[str, Any
 def test_a_model_without_local_weights_cannot_be_trained(project: Path) -> None:
     with pytest.raises(TrainingError, match="no local weights"):
         trainable_model_folder(load_registry()["api-model"], TrainingPaths.default())
+
+
+def test_the_joint_stage_alternates_sides_and_the_tournament_records_each_round(trained: dict[str, Any]) -> None:
+    paths = trained["paths"]
+    made = train_joint(load_rlft_recipe("tiny-joint"), paths=paths, registry=load_registry(), log=lambda _: None)
+    attacker, defender = made
+    # Round 2 trained the attacker (E5, against the frozen defender); round 3 the defender (E6), both from the base.
+    assert (attacker.stage, attacker.data["joint/side"], attacker.data["joint/frozen"]) == (
+        "rlft-joint",
+        "attacker",
+        "policy-defender",
+    )
+    assert (defender.data["joint/side"], defender.data["joint/frozen"]) == ("defender", attacker.model_id)
+    assert attacker.parent_model == defender.parent_model == "tiny" and attacker.envs == ["e5", "e6"]
+    (record_path,) = (paths.root / "tournaments").glob("*/tournament.json")
+    rows = json.loads(record_path.read_text(encoding="utf-8"))["rows"]
+    played = [(row["round"], row["attacker_model"], row["defender_model"]) for row in rows]
+    assert played == [
+        (1, "template-attacker", "policy-defender"),
+        (2, attacker.model_id, "policy-defender"),
+        (3, attacker.model_id, defender.model_id),
+    ]

@@ -16,8 +16,9 @@ from sv_shared.contracts.types import Item, ParseResult, ScoredSample
 if TYPE_CHECKING:
     from sv_shared.execution.dialogue import Episode
 
-RewardFunction = Callable[..., list[float]]
-"""TRL's reward-function shape: (prompts, completions, **dataset columns) → one float per completion."""
+RewardFunction = Callable[..., list[float | None]]
+"""TRL's reward-function shape: (prompts, completions, **dataset columns) → one float (or None: not applicable) per
+completion."""
 
 
 class Verifier(ABC):
@@ -73,7 +74,11 @@ class CompletionVerifier(Verifier):
             scored = self.score_many(items, [_completion_text(completion) for completion in completions])
             if component is None:
                 return [sample.reward for sample in scored]
-            return [float(sample.components.get(component, 0.0)) for sample in scored]
+            # A sample without that component (E3's detect items have no patch component) is None, which TRL
+            # leaves out of the component's mean instead of diluting it with zeros.
+            return [
+                None if component not in sample.components else float(sample.components[component]) for sample in scored
+            ]
 
         reward.__name__ = f"{type(self).__name__}_{component or 'reward'}"
         return reward

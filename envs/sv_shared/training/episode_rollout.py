@@ -1,6 +1,6 @@
 """GRPO on the multi-turn environments, played through their own episode code with the trainer's model as the policy.
 
-`episode_rollout_func(env, items, ...)` is a TRL 1.16 `rollout_func(prompts, trainer) -> dict`. For each prompt it
+`EpisodeRollout(env, items, ...)` is a TRL 1.16 `rollout_func(prompts, trainer) -> dict`. For each prompt it
 finds the item, plays one episode with the environment's own code (`ToolUse.rollout` for E2/E4 in tools mode,
 `Dialogue.run` for E5/E6), and returns what GRPOTrainer trains on:
 
@@ -602,7 +602,20 @@ class _Lockstep:
 
 
 class EpisodeRollout:
-    """A TRL rollout_func that plays each prompt's item as one episode of `env` with the trainer's model."""
+    """A TRL rollout_func (`rollout(prompts, trainer) -> dict`) for a multi-turn environment (ToolUse in tools mode:
+    E2, E4; Dialogue: E5, E6): each prompt's item is played as one episode with the trainer's model.
+
+    items: the training items (by id, or a list); each prompt the trainer passes must be one item's opening messages.
+    counterparts: a BatchPolicy per counterpart role of a Dialogue (E5: {"target": ...}), or the id of a rule
+    baseline the environment offers for it (E5's target: "policy-defender", ...). judge: a Judge, a judge spec, or
+    None for the environment's default; a model judge spec needs judge_policy_for(model_id) -> BatchPolicy.
+    max_new_tokens: per policy turn (default: the environment's generation max_tokens, else the trainer's
+    max_completion_length). temperature: default the trainer's (TRL recomputes log-probabilities at the trainer's
+    temperature: keep them equal). max_context_tokens: an episode whose context reaches it fails (default: the
+    model's max_position_embeddings). sampling_logprobs: return per-token sampling log-probabilities (default: only
+    when the trainer uses vLLM importance-sampling correction). failure_reward: the reward of a failed episode
+    (None: TRL treats it as unscorable and leaves it out of its group's baseline). keep_contexts: keep each turn's
+    exact input ids in the records of `.last` (diagnostics)."""
 
     def __init__(
         self,
@@ -849,52 +862,6 @@ class EpisodeRollout:
             "episode_error": errors,
             "episode_turns": turns,
         }
-
-
-def episode_rollout_func(
-    env: Environment,
-    items: Mapping[str, Item] | Iterable[Item],
-    *,
-    counterparts: Mapping[str, BatchPolicy | str] | None = None,
-    judge: Judge | str | None = None,
-    judge_policy_for: Callable[[str], BatchPolicy] | None = None,
-    tool_protocol: str = "text",
-    max_new_tokens: int | None = None,
-    temperature: float | None = None,
-    max_batch: int = 16,
-    max_context_tokens: int | None = None,
-    sampling_logprobs: bool | None = None,
-    failure_reward: float | None = 0.0,
-    keep_contexts: bool = False,
-) -> EpisodeRollout:
-    """A TRL rollout_func for a multi-turn environment (ToolUse in tools mode: E2, E4; Dialogue: E5, E6).
-
-    items: the training items (by id, or a list); each prompt the trainer passes must be one item's opening messages.
-    counterparts: a BatchPolicy per counterpart role of a Dialogue (E5: {"target": ...}), or the id of a rule
-    baseline the environment offers for it (E5's target: "policy-defender", ...). judge: a Judge, a judge spec, or
-    None for the environment's default; a model judge spec needs judge_policy_for(model_id) -> BatchPolicy.
-    max_new_tokens: per policy turn (default: the environment's generation max_tokens, else the trainer's
-    max_completion_length). temperature: default the trainer's (TRL recomputes log-probabilities at the trainer's
-    temperature: keep them equal). max_context_tokens: an episode whose context reaches it fails (default: the
-    model's max_position_embeddings). sampling_logprobs: return per-token sampling log-probabilities (default: only
-    when the trainer uses vLLM importance-sampling correction). failure_reward: the reward of a failed episode
-    (None: TRL treats it as unscorable and leaves it out of its group's baseline). keep_contexts: keep each turn's
-    exact input ids in the records of `.last` (diagnostics)."""
-    return EpisodeRollout(
-        env,
-        items,
-        counterparts=counterparts,
-        judge=judge,
-        judge_policy_for=judge_policy_for,
-        tool_protocol=tool_protocol,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        max_batch=max_batch,
-        max_context_tokens=max_context_tokens,
-        sampling_logprobs=sampling_logprobs,
-        failure_reward=failure_reward,
-        keep_contexts=keep_contexts,
-    )
 
 
 def episode_reward(

@@ -219,6 +219,8 @@ def _env_reward_function(env_id: str, memo: _BatchMemo, component: str | None, n
                 [prompts[index] for index, _ in members], [completions[index] for index, _ in members], **item_columns
             )
             for (index, _), value in zip(members, values, strict=True):
+                if value is None:  # a component this item does not have
+                    continue
                 value = float(value)
                 if not math.isfinite(value):
                     warnings.warn(f"{name}: non-finite reward {value}; the sample is left unscored", stacklevel=2)

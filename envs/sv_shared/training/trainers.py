@@ -259,7 +259,15 @@ def _train(trainer: Any, *, tokenizer: Any, base_model_dir: Path, output_dir: Pa
 
         torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
-    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    if checkpoint is not None and 0 < trainer.args.max_steps <= _checkpoint_step(checkpoint):
+        # The run had reached max_steps when its process stopped (before the final model was written): the
+        # checkpoint is the result. Resuming mid-epoch at max_steps would train one step past it.
+        from transformers import TrainerState
+
+        trainer._load_from_checkpoint(str(checkpoint))
+        trainer.state = TrainerState.load_from_json(str(checkpoint / TRAINER_STATE))
+    else:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     train_s = time.perf_counter() - started
     start_step = _checkpoint_step(checkpoint)
     steps = int(trainer.state.global_step)
