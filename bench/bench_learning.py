@@ -87,22 +87,34 @@ def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records:
     for name, strategy in strategies.items():
         answers = [strategy(Seen(env, obs, h)) for obs, h in zip(observations, honest_answers, strict=True)]
         scored = env.verifier.score_many(list(items), answers)
-        same = sum(
-            1 for mine, theirs in zip(policy, answers, strict=True) if mine is not None and mine == _answer(theirs)
+        pairs = [(mine, _answer(theirs)) for mine, theirs in zip(policy, answers, strict=True)]
+        same = sum(1 for mine, theirs in pairs if mine is not None and mine == theirs)
+        same_label = sum(
+            1 for mine, theirs in pairs if mine is not None and theirs is not None and mine[0] == theirs[0]
         )
         rows[name] = {
             "mean_reward": sum(s.reward for s in scored) / len(scored),
             "same_answer_share": same / len(items),
+            "same_label_share": same_label / len(items),
         }
     parsed = [answer for answer in policy if answer is not None]
     label_counts = Counter(label for label, _ in parsed)
     policy_reward = sum(float(by_id[str(item[env.data.id_column])]["reward"]) for item in items) / len(items)
     best = max(rows.items(), key=lambda row: row[1]["mean_reward"])
-    closest = max(rows.items(), key=lambda row: row[1]["same_answer_share"])
+    closest = max(rows.items(), key=lambda row: (row[1]["same_label_share"], row[1]["same_answer_share"]))
+    shares = {label: count / len(parsed) for label, count in label_counts.items()} if parsed else {}
+    flags = []
+    if shares and max(shares.values()) >= 0.95:
+        flags.append(f"label collapse: {max(shares, key=shares.__getitem__)} on {max(shares.values()):.0%} of answers")
+    if parsed and len({confidence for _, confidence in parsed}) == 1:
+        flags.append(f"constant confidence {parsed[0][1]}")
+    if closest[1]["same_label_share"] >= 0.95:
+        flags.append(f"labels match the cheap strategy {closest[0]!r} on {closest[1]['same_label_share']:.0%} of items")
     return {
+        "flags": flags,
         "policy_reward": policy_reward,
         "parsed_share": len(parsed) / len(items),
-        "label_shares": {label: count / len(parsed) for label, count in label_counts.items()} if parsed else {},
+        "label_shares": shares,
         "distinct_confidences": len({confidence for _, confidence in parsed}),
         "best_cheap_strategy": {"name": best[0], **best[1]},
         "closest_cheap_strategy": {"name": closest[0], **closest[1]},
@@ -139,6 +151,11 @@ def main() -> None:
             timings[f"{kind}_s"] = round(time.perf_counter() - started, 1)
         sft, _ = latest_checkpoint(paths, "sft", env_id)
         rlft, _ = latest_checkpoint(paths, "rlft", env_id)
+        zero_spread = [
+            entry["frac_reward_zero_std"]
+            for entry in rlft.metrics.get("history", [])
+            if "frac_reward_zero_std" in entry
+        ]
         registry = load_registry()
         test_path = paths.datasets(env_id) / "curated" / "test.parquet"
         dataset = EvalDataset(frame=read_dataset(test_path), source=str(test_path), split="test")
@@ -159,6 +176,10 @@ def main() -> None:
             "rlft_vs_base": compare(runs["rlft"], runs["base"]),
             "hacking_check": hacking_check(env, dataset.frame.to_dicts(), runs["rlft"]),
             "training": {"sft": sft.metrics, "rlft": rlft.metrics},
+            # GRPO learns only from groups whose rewards differ: the share of steps in which no group's did.
+            "rlft_steps_without_reward_spread": (
+                sum(1 for share in zero_spread if share >= 1.0) / len(zero_spread) if zero_spread else None
+            ),
             "timings": timings,
         }
         row = results[env_id]
@@ -169,13 +190,16 @@ def main() -> None:
             interval = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
             print(f"  {pair:13s} Δ {c['delta']:+.3f}  95% CI {interval}  p {c['p_value']:.3f}")
         check = row["hacking_check"]
+        closest = check["closest_cheap_strategy"]
         print(
             f"  hacking check: parsed {check['parsed_share']:.2f}, labels {check['label_shares']}, "
-            f"{check['distinct_confidences']} distinct confidences; closest cheap strategy "
-            f"{check['closest_cheap_strategy']['name']!r} ({check['closest_cheap_strategy']['same_answer_share']:.2f} "
-            f"same answers); best cheap strategy {check['best_cheap_strategy']['name']!r} "
+            f"{check['distinct_confidences']} distinct confidences; closest cheap strategy {closest['name']!r} "
+            f"({closest['same_label_share']:.2f} same labels, {closest['same_answer_share']:.2f} same answers); "
+            f"best cheap strategy {check['best_cheap_strategy']['name']!r} "
             f"{check['best_cheap_strategy']['mean_reward']:.3f} vs policy {check['policy_reward']:.3f}"
         )
+        print(f"  flags: {'; '.join(check['flags']) or 'none'}")
+        print(f"  GRPO steps whose groups all had equal rewards: {row['rlft_steps_without_reward_spread']}")
         print(f"  timings {timings}")
     out = outputs_dir() / "bench" / "learning.json"
     write_json_atomic(out, results, default=str)

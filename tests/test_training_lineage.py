@@ -71,6 +71,14 @@ RLFT_RECIPE = {
     "save_steps": 1,
     "items_per_env": 4,
 }
+MIXED_RECIPE = {
+    **RLFT_RECIPE,
+    "name": "tiny-mixed",
+    "stage": "rlft-mixed",
+    "envs": ["e1", "e4"],
+    "init_from": "tiny",
+    "reward_weights": {},
+}
 JOINT_RECIPE = {
     "name": "tiny-joint",
     "stage": "rlft-joint",
@@ -119,11 +127,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     _write_yaml(root / "configs" / "sft" / "tiny-sft.yaml", SFT_RECIPE)
     _write_yaml(root / "configs" / "rlft" / "tiny-grpo.yaml", RLFT_RECIPE)
     _write_yaml(root / "configs" / "rlft" / "tiny-joint.yaml", JOINT_RECIPE)
+    _write_yaml(root / "configs" / "rlft" / "tiny-mixed.yaml", MIXED_RECIPE)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SECVERIFY_ROOT", str(root))
         patch.setenv("SECVERIFY_OUTPUTS", str(root / "outputs"))
         paths = TrainingPaths.default()
-        for env_id in ("e1", "e5", "e6"):
+        for env_id in ("e1", "e4", "e5", "e6"):
             env = get_environment(env_id)
             splits = env.data.curate([env.data.load_source("embedded")], seed=42)
             for split in ("train", "dev", "test"):
@@ -245,6 +254,14 @@ def test_the_report_compares_a_checkpoint_with_its_parent(trained: dict[str, Any
 def test_a_model_without_local_weights_cannot_be_trained(project: Path) -> None:
     with pytest.raises(TrainingError, match="no local weights"):
         trainable_model_folder(load_registry()["api-model"], TrainingPaths.default())
+
+
+def test_the_mixed_stage_trains_every_environment_on_its_own_verifier(trained: dict[str, Any]) -> None:
+    mixed = train_rlft("tiny-mixed", paths=trained["paths"], registry=load_registry(), log=lambda _: None)
+    assert (mixed.stage, mixed.envs, mixed.parent_model) == ("rlft-mixed", ["e1", "e4"], "tiny")
+    assert set(mixed.data) == {"e1/curated/train", "e4/curated/train"}
+    logged = {key for entry in mixed.metrics["history"] for key in entry}
+    assert {"rewards/e1/reward/mean", "rewards/e4/reward/mean", "rewards/e4/evidence_precision/mean"} <= logged
 
 
 def test_the_joint_stage_alternates_sides_and_the_tournament_records_each_round(trained: dict[str, Any]) -> None:

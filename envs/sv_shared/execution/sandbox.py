@@ -726,7 +726,9 @@ class SandboxRun:
             cgroups.kill_all()
             returncode = proc.wait()
             wall_s = time.monotonic() - self._started
-            if not _read_all(self._status_r).startswith("S"):
+            # A run stopped while the sandbox was still setting up never reports that it started: it was stopped,
+            # not broken (stop() returns without naming a limit, whenever it comes).
+            if not _read_all(self._status_r).startswith("S") and not self._stop.is_set():
                 detail = bytes(streams.err).decode(errors="replace").strip()
                 raise SandboxError(f"the sandbox did not start (exit status {returncode}): {detail}")
             oom, refused, peak = cgroups.oom_kills(), cgroups.pids_refused(), cgroups.peak_memory()
