@@ -33,7 +33,7 @@ from secverify_dagster.training import (
     train_sft,
 )
 from sv_shared.contracts import Environment
-from sv_shared.training.checkpoints import CheckpointManifest
+from sv_shared.training.checkpoints import CheckpointManifest, checkpoint_dir
 from sv_shared.training.recipes import RlftRecipe, SftRecipe, init_kind
 
 
@@ -151,8 +151,9 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
                 )
         except TrainingError as error:
             raise dg.Failure(str(error)) from error
-        _, run_dir = latest_checkpoint(paths, kind, recipe.name)
-        return dg.MaterializeResult(metadata=_checkpoint_metadata(manifest, run_dir))
+        return dg.MaterializeResult(
+            metadata=_checkpoint_metadata(manifest, checkpoint_dir(paths.checkpoints, manifest))
+        )
 
     return checkpoint
 
