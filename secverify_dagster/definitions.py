@@ -14,7 +14,7 @@ from secverify_dagster.assets.training import approve_checkpoint_job, training_d
 from secverify_dagster.jobs import data_job, eval_job, report_job
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
-from secverify_dagster.schedules import biweekly_full_eval, biweekly_tournament, weekly_sweep
+from secverify_dagster.schedules import biweekly_full_eval, biweekly_tournament, nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from sv_shared.registry import get_environment, implemented_env_ids
 from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe, rlft_recipe_names, sft_recipe_names
@@ -64,7 +64,7 @@ defs = dg.Definitions(
         tournament_job,
         approve_checkpoint_job,
     ],
-    schedules=[weekly_sweep, biweekly_full_eval, biweekly_tournament, monthly_report],
+    schedules=[weekly_sweep, biweekly_full_eval, biweekly_tournament, nightly_regression, monthly_report],
     sensors=[new_model_sensor],
     resources={
         "models": ModelRegistryResource(),

@@ -1,19 +1,46 @@
-"""The seed's cadences: weekly quick sweep (E1–E4, N=10), bi-weekly full eval (all six), monthly reports."""
+"""The seed's cadences: weekly quick sweep (E1–E4, N=10), bi-weekly full eval (all six) and tournament, nightly
+regression evals of the unmodified open checkpoints, monthly reports (definitions.py).
+
+Bi-weekly means every 14 days from a fixed Monday (cadences.BIWEEKLY_ANCHOR), across year ends too. A sweep asks
+only for runs that can happen: models still in the registry, configured for that environment, reachable from here
+(key or endpoint set); the rest are logged with their reason, not launched to log "skipped"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
 
 import dagster as dg
 
+from secverify_dagster.cadences import is_biweekly_week, is_open_base_model, runnable_pairs
 from secverify_dagster.jobs import eval_job, eval_run_request
 from secverify_dagster.partitions import MODELS_PARTITION
-from sv_shared.registry import implemented_env_ids
+from secverify_dagster.resources.dagster_resources import ModelRegistryResource
+from sv_shared.registry import get_environment, implemented_env_ids
 
 WEEKLY_ENVS = ("e1", "e2", "e3", "e4")
+NIGHTLY_ENVS = ("e1", "e2", "e3", "e4")
 
 
 def sweep_requests(
-    context: dg.ScheduleEvaluationContext, env_ids: list[str], *, n: int | None, tag: str
-) -> list[dg.RunRequest]:
-    """An eval run per (environment, registered model) for the environments implemented in this version."""
-    models = sorted(context.instance.get_dynamic_partitions(MODELS_PARTITION))
+    context: dg.ScheduleEvaluationContext,
+    models: ModelRegistryResource,
+    env_ids: list[str],
+    *,
+    n: int | None,
+    tag: str,
+    include: Callable[[str], bool] = lambda model_id: True,
+) -> list[dg.RunRequest] | dg.SkipReason:
+    """An eval run per (environment, registered model) that can run here, for the implemented environments."""
+    registry = models.specs()
+    partitions = sorted(context.instance.get_dynamic_partitions(MODELS_PARTITION))
+    chosen = [model_id for model_id in partitions if model_id not in registry or include(model_id)]
+    envs = [env_id for env_id in env_ids if env_id in implemented_env_ids()]
+    baselines = {env_id: list(get_environment(env_id).baselines) for env_id in envs}
+    pairs, left_out = runnable_pairs(chosen, envs, registry, baselines)
+    for pair, reason in sorted(left_out.items()):
+        context.log.info(f"{tag}: not requesting {pair}: {reason}")
+    if not pairs:
+        return dg.SkipReason(f"{tag}: no model can run here ({len(left_out)} pairs left out; see the tick's logs)")
     stamp = context.scheduled_execution_time.strftime("%Y-%m-%d") if context.scheduled_execution_time else "now"
     config = {"n": n, "seed": 42} if n else None
     return [
@@ -24,32 +51,53 @@ def sweep_requests(
             config=config,
             tags={"secverify/cadence": tag},
         )
-        for env_id in env_ids
-        if env_id in implemented_env_ids()
-        for model_id in models
+        for env_id, model_id in pairs
     ]
 
 
 @dg.schedule(job=eval_job, cron_schedule="0 6 * * 1", execution_timezone="UTC")
-def weekly_sweep(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+def weekly_sweep(
+    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource
+) -> list[dg.RunRequest] | dg.SkipReason:
     """Monday 06:00 UTC: E1–E4 with N=10 for trend tracking."""
-    return sweep_requests(context, list(WEEKLY_ENVS), n=10, tag="weekly")
+    return sweep_requests(context, models, list(WEEKLY_ENVS), n=10, tag="weekly")
 
 
 @dg.schedule(job=eval_job, cron_schedule="0 8 * * 1", execution_timezone="UTC")
-def biweekly_full_eval(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest] | dg.SkipReason:
-    """Every other Monday (even ISO weeks): all six environments at their default N."""
+def biweekly_full_eval(
+    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource
+) -> list[dg.RunRequest] | dg.SkipReason:
+    """Every other Monday, 08:00 UTC (every 14 days from cadences.BIWEEKLY_ANCHOR): all six environments at their
+    default N."""
     when = context.scheduled_execution_time
-    if when is not None and when.isocalendar().week % 2:
-        return dg.SkipReason("odd ISO week: the full eval runs on even weeks")
-    return sweep_requests(context, list(implemented_env_ids()), n=None, tag="biweekly")
+    if when is not None and not is_biweekly_week(when.date()):
+        return dg.SkipReason("not a bi-weekly week: the full eval runs every 14 days")
+    return sweep_requests(context, models, list(implemented_env_ids()), n=None, tag="biweekly")
+
+
+@dg.schedule(job=eval_job, cron_schedule="0 3 * * *", execution_timezone="UTC")
+def nightly_regression(
+    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource
+) -> list[dg.RunRequest] | dg.SkipReason:
+    """Every night, 03:00 UTC: the unmodified open-weights checkpoints (served or local, not API models, not our
+    trained checkpoints) on E1–E4 at N=10, so a serving or dependency change shows up the next morning."""
+    registry = models.specs()
+    return sweep_requests(
+        context,
+        models,
+        list(NIGHTLY_ENVS),
+        n=10,
+        tag="nightly",
+        include=lambda model_id: is_open_base_model(registry[model_id]),
+    )
 
 
 @dg.schedule(job_name="tournament_job", cron_schedule="0 2 * * 3", execution_timezone="UTC")
 def biweekly_tournament(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    """Wednesday 02:00 UTC of even ISO weeks (a low-usage window): judges re-measured, then the E5/E6 tournament."""
+    """Wednesday 02:00 UTC of every bi-weekly week (a low-usage window): judges re-measured, then the E5/E6
+    tournament."""
     when = context.scheduled_execution_time
-    if when is not None and when.isocalendar().week % 2:
-        return dg.SkipReason("odd ISO week: the tournament runs on even weeks")
+    if when is not None and not is_biweekly_week(when.date()):
+        return dg.SkipReason("not a bi-weekly week: the tournament runs every 14 days")
     stamp = when.strftime("%Y-%m-%d") if when else "now"
     return dg.RunRequest(run_key=f"tournament:{stamp}", tags={"secverify/cadence": "biweekly-tournament"})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
+from typing import Any
 
 import dagster as dg
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
@@ -22,7 +24,7 @@ from secverify_dagster.definitions import RECIPES, defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.schedules import biweekly_full_eval, weekly_sweep
+from secverify_dagster.schedules import nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from sv_shared.registry import ENV_IDS, implemented_env_ids
 from sv_shared.training.recipes import SftRecipe
@@ -162,14 +164,27 @@ def test_new_model_sensor_adds_partitions_and_backfills_every_environment() -> N
         assert not again.run_requests
 
 
-def test_weekly_sweep_uses_n_10_and_biweekly_skips_odd_weeks() -> None:
+def _tick(schedule: dg.ScheduleDefinition, instance: dg.DagsterInstance, when: datetime) -> Any:
+    context = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=when, resources={"models": ModelRegistryResource()}
+    )
+    return schedule(context)
+
+
+def test_weekly_sweep_requests_n_10_runs_only_for_models_that_can_answer() -> None:
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct"])
-        monday = datetime(2026, 11, 23, 6, tzinfo=UTC)  # ISO week 48
-        requests = weekly_sweep(dg.build_schedule_context(instance=instance, scheduled_execution_time=monday))
-        assert {r.partition_key for r in requests} == {"heuristic", "smollm2-135m-instruct"}
-        swept = {key for r in requests for key in r.asset_selection}
-        assert swept == {eval_key(env_id) for env_id in set(implemented_env_ids()) & {"e1", "e2", "e3", "e4"}}
+        # tool-oracle is E2's baseline (not E1's); gpt-5 has no key here; old-model left the registry.
+        instance.add_dynamic_partitions(
+            MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct", "tool-oracle", "gpt-5", "old-model"]
+        )
+        monday = datetime(2026, 11, 23, 6, tzinfo=UTC)
+        requests = _tick(weekly_sweep, instance, monday)
+        pairs = {(r.asset_selection[0].path[0], r.partition_key) for r in requests}
+        weekly = set(implemented_env_ids()) & {"e1", "e2", "e3", "e4"}
+        assert pairs == {(env_id, "smollm2-135m-instruct") for env_id in weekly} | {
+            ("e1", "heuristic"),
+            ("e2", "tool-oracle"),
+        }
         assert all(
             r.run_config["ops"][f"{r.asset_selection[0].path[0]}__eval_results"]["config"]["n"] == 10 for r in requests
         )
@@ -178,12 +193,65 @@ def test_weekly_sweep_uses_n_10_and_biweekly_skips_odd_weeks() -> None:
             dg.validate_run_config(
                 eval_job.get_subset(asset_selection=set(request.asset_selection)), request.run_config
             )
-        even = biweekly_full_eval(dg.build_schedule_context(instance=instance, scheduled_execution_time=monday))
-        assert len(even) == 2 * len(implemented_env_ids())
-        odd = biweekly_full_eval(
-            dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 8, tzinfo=UTC))
-        )
-        assert isinstance(odd, dg.SkipReason)
+
+
+def test_nightly_regression_watches_only_unmodified_open_models() -> None:
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct", "gpt-5"])
+        requests = _tick(nightly_regression, instance, datetime(2026, 11, 24, 3, tzinfo=UTC))
+        assert {r.partition_key for r in requests} == {"smollm2-135m-instruct"}
+        assert {r.tags["secverify/cadence"] for r in requests} == {"nightly"}
+
+
+def _ticks(schedule: dg.ScheduleDefinition, start: datetime, end: datetime) -> list[datetime]:
+    # The daemon's own cron iterator (what it would evaluate), over [start, end).
+    from dagster._utils.schedules import cron_string_iterator
+
+    ticks = []
+    for tick in cron_string_iterator(start.timestamp(), schedule.cron_schedule, "UTC"):
+        if tick >= end:
+            return ticks
+        ticks.append(tick)
+    return ticks
+
+
+def test_every_cadence_over_two_years_and_across_year_ends() -> None:
+    """Every tick of every schedule from 2026-01-01 to 2028-01-01: weekly every 7 days, bi-weekly every 14 (also
+    across 2026's 53rd ISO week into 2027), nightly every day, monthly on the 1st."""
+    start, end = datetime(2026, 1, 1, tzinfo=UTC), datetime(2028, 1, 1, tzinfo=UTC)
+    by_name = {schedule.name: schedule for schedule in defs.schedules}
+    assert set(by_name) == {
+        "weekly_sweep",
+        "biweekly_full_eval",
+        "biweekly_tournament",
+        "nightly_regression",
+        "monthly_report",
+    }
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct"])
+        ran: dict[str, list[datetime]] = {}
+        for name in ("weekly_sweep", "biweekly_full_eval", "biweekly_tournament"):
+            ran[name] = [
+                tick
+                for tick in _ticks(by_name[name], start, end)
+                if not isinstance(_tick(by_name[name], instance, tick), dg.SkipReason)
+            ]
+    gaps = {name: {(b - a).days for a, b in pairwise(ticks)} for name, ticks in ran.items()}
+    assert gaps == {"weekly_sweep": {7}, "biweekly_full_eval": {14}, "biweekly_tournament": {14}}
+    assert datetime(2026, 12, 21, 8, tzinfo=UTC) in ran["biweekly_full_eval"]
+    assert datetime(2027, 1, 4, 8, tzinfo=UTC) in ran["biweekly_full_eval"]  # 14 days on, across the year end
+    assert all(tick.weekday() == 0 for tick in ran["biweekly_full_eval"])
+    assert all(tick.weekday() == 2 for tick in ran["biweekly_tournament"])
+    # Each tournament falls in a full-eval week (the Monday two days before it).
+    assert {tick.date() - timedelta(days=2) for tick in ran["biweekly_tournament"]} == {
+        tick.date() for tick in ran["biweekly_full_eval"]
+    }
+    nightly = _ticks(by_name["nightly_regression"], start, end)
+    assert len(nightly) == 730 and {(b - a).days for a, b in pairwise(nightly)} == {1}
+    monthly = _ticks(by_name["monthly_report"], start, end)
+    assert [tick.date() for tick in monthly] == [
+        date(year, month, 1) for year in (2026, 2027) for month in range(1, 13)
+    ]
 
 
 def test_red_team_assets_jobs_and_tournament_schedule() -> None:
@@ -196,7 +264,7 @@ def test_red_team_assets_jobs_and_tournament_schedule() -> None:
     assert GRAPH.get(TOURNAMENT).parent_keys == {JUDGE_VALIDATION, curated_key("e5")}
     assert defs.resolve_job_def("tournament_job") is not None
     with dg.instance_for_test() as instance:
-        even = datetime(2026, 11, 25, 2, tzinfo=UTC)  # ISO week 48
+        even = datetime(2026, 11, 25, 2, tzinfo=UTC)  # the Wednesday of a bi-weekly week
         request = biweekly_tournament(dg.build_schedule_context(instance=instance, scheduled_execution_time=even))
         assert isinstance(request, dg.RunRequest) and request.run_key == "tournament:2026-11-25"
         odd = datetime(2026, 12, 2, 2, tzinfo=UTC)
