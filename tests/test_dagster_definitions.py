@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import yaml
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 
@@ -23,10 +26,11 @@ from secverify_dagster.assets.keys import (
 from secverify_dagster.definitions import RECIPES, defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
-from secverify_dagster.resources.models import load_registry
+from secverify_dagster.resources.models import default_registry_path, load_registry, reachability
 from secverify_dagster.schedules import nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
-from sv_shared.registry import ENV_IDS, implemented_env_ids
+from sv_shared.config import read_yaml
+from sv_shared.registry import ENV_IDS, get_environment, implemented_env_ids
 from sv_shared.training.recipes import SftRecipe
 
 GRAPH = defs.resolve_asset_graph()
@@ -145,23 +149,50 @@ def test_recurating_e1_leaves_e4_evals_and_report_fresh() -> None:
         assert after.get_status(report_key("e4")) == StaleStatus.FRESH
 
 
-def test_new_model_sensor_adds_partitions_and_backfills_every_environment() -> None:
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])
-        context = dg.build_sensor_context(instance=instance, resources={"models": ModelRegistryResource()})
-        result = new_model_sensor(context)
-        registry = set(load_registry())
-        (request,) = result.dynamic_partitions_requests
-        assert set(request.partition_keys) == registry - {"heuristic"}
-        backfilled = {(r.asset_selection[0].path[0], r.partition_key) for r in result.run_requests}
-        assert backfilled == {(env, model) for env in implemented_env_ids() for model in registry - {"heuristic"}}
-        assert all(r.asset_selection == [eval_key(r.asset_selection[0].path[0])] for r in result.run_requests)
+def _sensor_tick(instance: dg.DagsterInstance, cursor: str | None, registry_path: Path | None = None) -> Any:
+    resources = {"models": ModelRegistryResource(registry_path=str(registry_path) if registry_path else None)}
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources, definitions=defs)
+    return new_model_sensor(context)
 
+
+def _backfilled(result: Any) -> set[tuple[str, str]]:
+    (request,) = result.run_requests
+    subset = request.asset_graph_subset
+    assert subset is not None and request.tags["secverify/trigger"] == "new-model"
+    return {(key.asset_key.path[0], key.partition_key) for key in subset.iterate_asset_partitions()}
+
+
+def test_new_model_sensor_backfills_what_can_run_once_as_one_backfill(tmp_path: Path) -> None:
+    registry = load_registry()
+    with dg.instance_for_test() as instance:
+        # What `secverify run` does on a fresh instance: every model a partition. It must not steal the backfill.
         instance.add_dynamic_partitions(MODELS_PARTITION, sorted(registry))
-        again = new_model_sensor(
-            dg.build_sensor_context(instance=instance, resources={"models": ModelRegistryResource()})
-        )
-        assert not again.run_requests
+        first = _sensor_tick(instance, None)
+        pairs = _backfilled(first)
+        expected = {
+            (env_id, model_id)
+            for env_id in implemented_env_ids()
+            for model_id, spec in registry.items()
+            if reachability(spec, env_id, available_baselines=get_environment(env_id).baselines).ok
+        }
+        assert pairs == expected
+        # Bounded: no pair that could only log "skipped" (baselines off their environment, API models without keys).
+        assert ("e1", "tool-oracle") not in pairs and not any(model == "gpt-5" for _, model in pairs)
+        assert len(pairs) < len(registry) * len(implemented_env_ids())
+        again = _sensor_tick(instance, first.cursor)
+        assert not again.run_requests and json.loads(again.cursor) == sorted(registry)
+
+        # A model added to the registry is backfilled on its own; one removed is retired, not asked for again.
+        file = read_yaml(default_registry_path())
+        file["models"]["smollm2-copy"] = file["models"]["smollm2-135m-instruct"]
+        del file["models"]["heuristic"]
+        changed = tmp_path / "models.yaml"
+        changed.write_text(yaml.safe_dump(file), encoding="utf-8")
+        third = _sensor_tick(instance, again.cursor, changed)
+        assert {model for _, model in _backfilled(third)} == {"smollm2-copy"}
+        (added,) = third.dynamic_partitions_requests
+        assert added.partition_keys == ["smollm2-copy"]
+        assert "heuristic" not in json.loads(third.cursor)
 
 
 def _tick(schedule: dg.ScheduleDefinition, instance: dg.DagsterInstance, when: datetime) -> Any:
