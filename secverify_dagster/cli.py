@@ -321,13 +321,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
-    from secverify_dagster.reports import build_report
+    from secverify_dagster.reports import build_report, new_report_dir
     from secverify_dagster.resources.models import load_registry
 
     env = get_environment(args.env)
-    out_dir = outputs_dir() / "reports" / env.env_id / datetime.now(UTC).strftime("%Y-%m-%d")
+    out_dir = new_report_dir(outputs_dir() / "reports" / env.env_id)
     parents = {model_id: spec.parent for model_id, spec in load_registry().items() if spec.parent}
     report = build_report(env, outputs_dir() / "evals", out_dir, parents=parents)
     _print(f"report for {', '.join(report.models) or 'no models'} → {report.markdown_path}")

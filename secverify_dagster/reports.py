@@ -58,6 +58,21 @@ class Report:
     excluded: dict[str, str]
 
 
+def new_report_dir(root: Path, now: datetime | None = None) -> Path:
+    """A folder of its own for one report (`<root>/<UTC date>T<time>Z[-N]`): made with an exclusive mkdir, so a
+    second report the same day, or one built at the same second by another process, never overwrites the first."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H%M%SZ")
+    root.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 1000):
+        folder = root / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise FileExistsError(f"no free report folder for {stamp} under {root}")
+
+
 def collect_runs(evals_root: Path, env: Environment) -> tuple[list[RunView], dict[str, str]]:
     """The latest complete run per model, all on the dataset of the most recent run; the rest with reasons.
 
@@ -259,7 +274,7 @@ def build_report(
             lines += [line for plot in plots for line in (f"![{plot.stem}]({plot.name})", "")]
         lines += ["", "## Provenance", ""]
         lines += [
-            f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata.code_version[:12]}` · "
+            f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata.code_version}` · "
             f"model `{run.metadata.model.model}` · generation `{json.dumps(run.metadata.generation)}`"
             for run in runs
         ]

@@ -431,8 +431,11 @@ def test_two_secverify_runs_on_a_fresh_outputs_folder_both_succeed(tmp_path: Pat
     (run_dir,) = (tmp_path / "evals" / f"{ENV.name}--heuristic").iterdir()
     ids = [json.loads(line)["id"] for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 6
-    (report_dir,) = (tmp_path / "reports" / "e1").iterdir()
-    assert json.loads((report_dir / "report.json").read_text())["models"] == ["heuristic"]
+    # Each run wrote its own report (a second report never overwrites the first).
+    report_dirs = sorted((tmp_path / "reports" / "e1").iterdir())
+    assert len(report_dirs) == 2
+    for report_dir in report_dirs:
+        assert json.loads((report_dir / "report.json").read_text())["models"] == ["heuristic"]
 
 
 def _child(argv: Sequence[str]) -> int:

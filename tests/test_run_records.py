@@ -459,3 +459,14 @@ def test_the_report_command_explains_a_run_it_cannot_read(
     assert main(["report", "--env", "e1"]) == 2
     error = capsys.readouterr().err
     assert str(folder.metadata_path) in error and "upgrade secverify" in error
+
+
+def test_a_second_report_never_overwrites_the_first(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from secverify_dagster.reports import new_report_dir
+
+    now = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
+    folders = [new_report_dir(tmp_path / "reports" / "e1", now) for _ in range(3)]
+    assert [folder.name for folder in folders] == ["2026-11-24T090000Z", "2026-11-24T090000Z-2", "2026-11-24T090000Z-3"]
+    assert all(folder.is_dir() for folder in folders)

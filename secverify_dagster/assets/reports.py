@@ -1,11 +1,9 @@
 """Per-environment reports over the latest eval results of every model."""
 
-from datetime import UTC, datetime
-
 import dagster as dg
 
 from secverify_dagster.assets.keys import TOURNAMENT, eval_run_writers, report_key
-from secverify_dagster.reports import build_report
+from secverify_dagster.reports import build_report, new_report_dir
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from sv_shared.contracts import Dialogue, Environment
 
@@ -30,7 +28,7 @@ def build_report_asset(env: Environment) -> dg.AssetsDefinition:
     def report(
         context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource, models: ModelRegistryResource
     ) -> dg.MaterializeResult:
-        out_dir = artifacts.reports(env.env_id) / datetime.now(UTC).strftime("%Y-%m-%d")
+        out_dir = new_report_dir(artifacts.reports(env.env_id))
         result = build_report(env, artifacts.evals(), out_dir, parents=models.parents())
         context.log.info(f"report for {result.models} → {result.markdown_path}")
         return dg.MaterializeResult(
