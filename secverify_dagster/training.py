@@ -15,7 +15,6 @@ outputs/
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,33 +243,6 @@ def resolve_parent(
     return Parent(model_id=start, base_model=base, folder=trainable_model_folder(spec, paths))
 
 
-@contextlib.contextmanager
-def _tracking(report_to: ReportTo, paths: TrainingPaths) -> Iterator[None]:
-    """Where W&B writes (outputs/wandb) and how: offline unless WANDB_MODE (the tracking resource's mode) says
-    otherwise. The trainer names the project (the recipe's) and the run, and never uploads model files. The
-    variables must be set before W&B's first call in the process; a process that already started W&B keeps its own."""
-    if report_to == "none":
-        yield
-        return
-    wandb_dir = paths.root / "wandb"
-    wandb_dir.mkdir(parents=True, exist_ok=True)
-    settings = {
-        "WANDB_DIR": os.environ.get("WANDB_DIR", str(wandb_dir)),
-        "WANDB_MODE": os.environ.get("WANDB_MODE", "offline"),
-        "WANDB_WATCH": "false",
-    }
-    saved = {key: os.environ.get(key) for key in settings}
-    os.environ.update(settings)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _run_key(recipe_digest: str, parent: Parent, data: Mapping[str, str]) -> str:
     """What makes two training runs the same run (so an interrupted one resumes): recipe, parent, data."""
     return sha256_hex(stable_json({"recipe": recipe_digest, "parent": parent.model_id, "data": dict(data)}))
@@ -352,16 +324,15 @@ def train_sft(
             f"SFT {recipe.name}: {len(examples)} examples, {parent.model_id} → {run.run_dir}"
             + (" (resuming)" if run.resumed else "")
         )
-        with _tracking(report_to, paths):
-            result = run_sft(
-                recipe,
-                base_model_dir=parent.folder,
-                examples=examples,
-                output_dir=run.run_dir,
-                report_to=report_to,
-                gpu=gpu,
-                run_name=run.model_id,
-            )
+        result = run_sft(
+            recipe,
+            base_model_dir=parent.folder,
+            examples=examples,
+            output_dir=run.run_dir,
+            report_to=report_to,
+            gpu=gpu,
+            run_name=run.model_id,
+        )
         manifest = _manifest(recipe, run, parent, result, data=data, reward_weights=_env_reward_weights(recipe.envs))
         finish_training_run(run, manifest)
     return manifest
@@ -420,19 +391,18 @@ def _grpo_checkpoint(
         )
         resuming = " (resuming)" if run.resumed else ""
         log(f"GRPO {recipe.name}: {len(rows)} prompts, {parent.model_id} → {run.run_dir}{resuming}")
-        with _tracking(report_to, paths):
-            result = run_grpo(
-                recipe,
-                base_model_dir=parent.folder,
-                rows=rows,
-                reward_funcs=funcs,
-                reward_weights=weights,
-                output_dir=run.run_dir,
-                report_to=report_to,
-                rollout_func=rollout_func,
-                gpu=gpu,
-                run_name=run.model_id,
-            )
+        result = run_grpo(
+            recipe,
+            base_model_dir=parent.folder,
+            rows=rows,
+            reward_funcs=funcs,
+            reward_weights=weights,
+            output_dir=run.run_dir,
+            report_to=report_to,
+            rollout_func=rollout_func,
+            gpu=gpu,
+            run_name=run.model_id,
+        )
         manifest = _manifest(recipe, run, parent, result, data=data, reward_weights=effective_reward_weights(recipe))
         return finish_training_run(run, manifest)
 

@@ -192,9 +192,8 @@ def test_promotion_needs_a_passing_scan_then_an_approval(trained: dict[str, Any]
         approve_checkpoint(model_id, paths=paths, approver="ana")
     scan = safety_scan(model_id, paths=paths, registry=load_registry(), settings=SCAN, log=lambda _: None)
     assert scan.samples == 2 and scan.parent_model == trained["sft"].model_id
-    assert scan.passed == (scan.unsafe <= scan.parent_unsafe + 2)
-    if not scan.passed:
-        pytest.skip(f"the tiny model's scan failed ({scan.reason}); approval is refused, as tested above")
+    # Two conversations, at most two unsafe, an allowance of two over the parent: this scan passes by its settings.
+    assert scan.passed, scan.reason
     # A reviewer approves from the UI: the approve_checkpoint job, its op configured in the launchpad.
     approval = {"model_id": model_id, "approver": "ana", "note": "looked at the scan"}
     result = approve_checkpoint_job.execute_in_process(
@@ -225,8 +224,14 @@ def test_tracking_is_offline_without_a_key_and_online_only_with_one(
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     for name in ("WANDB_DIR", "WANDB_MODE"):
         monkeypatch.delenv(name, raising=False)
+    import wandb
+
     offline = TrackingResource()
-    offline.setup_for_execution(dg.build_init_resource_context())
+    try:
+        offline.setup_for_execution(dg.build_init_resource_context())
+    finally:
+        # W&B keeps its settings process-wide from its first call: forget them so later tests start afresh.
+        wandb.teardown()
     assert offline.report_to() == "wandb"
     assert os.environ["WANDB_MODE"] == "offline" and os.environ["WANDB_DIR"] == str(tmp_path / "wandb")
     with pytest.raises(dg.Failure, match="WANDB_API_KEY is not set"):

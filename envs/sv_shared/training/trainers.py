@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sv_shared.config import outputs_dir
 from sv_shared.training.recipes import Recipe, RlftRecipe, SftRecipe
 from sv_shared.training.rewards import clean_text
 
@@ -132,14 +133,23 @@ def newest_checkpoint(output_dir: Path) -> Path | None:
 
 @contextlib.contextmanager
 def _environment(recipe: Recipe, report_to: str) -> Iterator[None]:
-    """Offline hubs for the run, and the recipe's W&B project when reporting to W&B (restored afterwards).
+    """Offline hubs for the run and, when reporting to W&B, the recipe's project, runs written under outputs/wandb
+    and offline unless WANDB_MODE says otherwise (the tracking resource sets both before W&B's first call in the
+    process, which is when W&B reads them), never a model file or weight histogram. Restored afterwards.
 
     A W&B run the trainer opens is finished when training ends, so the next training run in the same process gets
     its own run (and project) instead of logging into this one; a run the caller opened is left alone."""
     values = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if report_to == "wandb":
-        values["WANDB_PROJECT"] = recipe.wandb_project
-        values["WANDB_LOG_MODEL"] = "false"
+        wandb_dir = Path(os.environ.get("WANDB_DIR") or outputs_dir() / "wandb")
+        wandb_dir.mkdir(parents=True, exist_ok=True)
+        values.update(
+            WANDB_PROJECT=recipe.wandb_project,
+            WANDB_DIR=str(wandb_dir),
+            WANDB_MODE=os.environ.get("WANDB_MODE") or "offline",
+            WANDB_LOG_MODEL="false",
+            WANDB_WATCH="false",
+        )
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     wandb = None
