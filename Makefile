@@ -22,7 +22,7 @@ JUDGE ?=
 SEED ?= 42
 INCLUDE_TOOLS ?= false
 
-.PHONY: setup system-packages run test test-fast dev lint bench bench-learning train report models judges tournament clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
+.PHONY: setup system-packages run test test-fast check dev lint bench bench-learning train report models judges tournament clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 
 setup: system-packages $(STAMP) $(TOOLS_STAMP)
 
@@ -57,6 +57,10 @@ test: setup
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow"
+
+# The regression gate over outputs/evals (each model's latest run vs its previous comparable one): exit 1 on a drop.
+check: setup
+	$(BIN)/secverify check
 
 # $(DAGSTER_HOME) and its dagster.yaml are made by the code that opens the instance (as `secverify run` does), under a
 # lock, so they exist even after outputs/ was removed.

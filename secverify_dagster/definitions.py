@@ -9,6 +9,7 @@ from secverify_dagster.assets.corpora import build_corpus_assets
 from secverify_dagster.assets.evals import build_eval_asset
 from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, report_key
 from secverify_dagster.assets.redteam import judge_validation, tournament
+from secverify_dagster.assets.regression_checks import build_regression_check
 from secverify_dagster.assets.reports import build_report_asset
 from secverify_dagster.assets.training import approve_checkpoint_job, training_definitions
 from secverify_dagster.jobs import data_job, eval_job, report_job
@@ -55,7 +56,11 @@ defs = dg.Definitions(
         *(build_report_asset(env) for env in ENVIRONMENTS),
         *TRAINING_ASSETS,
     ],
-    asset_checks=[*(check for env in ENVIRONMENTS for check in build_dataset_checks(env)), *TRAINING_CHECKS],
+    asset_checks=[
+        *(check for env in ENVIRONMENTS for check in build_dataset_checks(env)),
+        *(build_regression_check(env) for env in ENVIRONMENTS),
+        *TRAINING_CHECKS,
+    ],
     jobs=[
         *(data_job(env.env_id, _default_sources(env)) for env in ENVIRONMENTS),
         eval_job,
