@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from secverify_dagster import cli_check
+from secverify_dagster import cli_audit, cli_check
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Dialogue
 from sv_shared.data.files import FolderBusyError, json_text
@@ -482,6 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-n", "--n", type=int, default=None)
     run.set_defaults(func=cmd_run)
     cli_check.register(sub)
+    cli_audit.register(sub)
     return parser
 
 

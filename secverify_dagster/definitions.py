@@ -7,6 +7,7 @@ import dagster as dg
 from secverify_dagster.assets.checks import build_dataset_checks
 from secverify_dagster.assets.corpora import build_corpus_assets
 from secverify_dagster.assets.evals import build_eval_asset
+from secverify_dagster.assets.governance import build_governance_asset, govern
 from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, report_key
 from secverify_dagster.assets.redteam import judge_validation, tournament
 from secverify_dagster.assets.regression_checks import build_regression_check
@@ -47,15 +48,19 @@ monthly_report = dg.ScheduleDefinition(
     description="1st of the month, 09:00 UTC: the consolidated report of every environment.",
 )
 
+ASSETS = [
+    *(asset for env in ENVIRONMENTS for asset in build_corpus_assets(env)),
+    *(build_eval_asset(env) for env in ENVIRONMENTS),
+    judge_validation,
+    tournament,
+    *(build_report_asset(env) for env in ENVIRONMENTS),
+    *TRAINING_ASSETS,
+    build_governance_asset(ENVIRONMENTS, RECIPES),
+]
+"""Every asset as built; the definitions hold them governed: owners, kinds and code versions (assets/governance.py)."""
+
 defs = dg.Definitions(
-    assets=[
-        *(asset for env in ENVIRONMENTS for asset in build_corpus_assets(env)),
-        *(build_eval_asset(env) for env in ENVIRONMENTS),
-        judge_validation,
-        tournament,
-        *(build_report_asset(env) for env in ENVIRONMENTS),
-        *TRAINING_ASSETS,
-    ],
+    assets=govern(ASSETS),
     asset_checks=[
         *(check for env in ENVIRONMENTS for check in build_dataset_checks(env)),
         *(build_regression_check(env) for env in ENVIRONMENTS),
