@@ -37,6 +37,15 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         assert provenance["train_sources"] == ["embedded"] and provenance["seed"] == 42
         (synthetic,) = (outputs / "datasets" / "e1" / "synthetic").glob("*/synthetic.parquet")
         assert pl.read_parquet(synthetic)["generator"].null_count() == 0
+        # Each data asset's data version is its content hash, so Dagster's staleness follows the items themselves.
+        versions = {
+            event.asset_key.to_user_string(): event.materialization.tags.get("dagster/data_version")
+            for event in data.get_asset_materialization_events()
+        }
+        assert versions["e1/raw_embedded"] == json.loads(
+            (outputs / "datasets" / "e1" / "raw" / "embedded.metadata.json").read_text()
+        )["hash"]
+        assert all(versions.values()) and len(set(versions.values())) == len(versions), versions
 
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "gpt-5"])
         evals = defs.resolve_job_def("eval_job")

@@ -14,7 +14,7 @@ from secverify_dagster.assets.keys import curated_key, eval_run_writers, raw_key
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset, value_counts, write_dataset
-from sv_shared.data.hashing import frame_hash
+from sv_shared.data.hashing import frame_hash, sha256_hex, stable_json
 from sv_shared.registry import ENV_NAMES
 from sv_shared.runs.records import FinishedRun, latest_complete_runs
 
@@ -47,6 +47,7 @@ def build_raw_asset(env: Environment, source: str) -> dg.AssetsDefinition:
         artifact = write_dataset(frame, path, {"env": env.env_id, "source": source, "kind": "raw"})
         context.log.info(f"{source}: {artifact.rows} rows → {path}")
         return dg.MaterializeResult(
+            data_version=dg.DataVersion(artifact.hash),
             metadata={
                 "path": dg.MetadataValue.path(str(path)),
                 "rows": artifact.rows,
@@ -54,7 +55,7 @@ def build_raw_asset(env: Environment, source: str) -> dg.AssetsDefinition:
                 "source": source,
                 **_label_metadata(env, frame),
                 "preview": _preview(frame),
-            }
+            },
         )
 
     return raw_corpus
@@ -117,7 +118,11 @@ def build_curated_asset(env: Environment) -> dg.AssetsDefinition:
         context.log.info(
             f"curated splits from {train_sources}: " + ", ".join(f"{split}={splits[split].height}" for split in SPLITS)
         )
-        return dg.MaterializeResult(metadata=metadata)
+        # The splits' content hashes together: Dagster marks downstream evals stale exactly when an item changed.
+        split_hashes = {key: value for key, value in metadata.items() if key.endswith("_hash")}
+        return dg.MaterializeResult(
+            metadata=metadata, data_version=dg.DataVersion(sha256_hex(stable_json(split_hashes)))
+        )
 
     return curated_splits
 
@@ -182,7 +187,7 @@ def build_synthetic_asset(env: Environment) -> dg.AssetsDefinition:
         if feedback_env:
             metadata["feedback_runs"] = dg.MetadataValue.json(provenance["feedback"])
         metadata["preview"] = _preview(frame)
-        return dg.MaterializeResult(metadata=metadata)
+        return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(artifact.hash))
 
     return synthetic
 
