@@ -42,9 +42,10 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
             event.asset_key.to_user_string(): event.materialization.tags.get("dagster/data_version")
             for event in data.get_asset_materialization_events()
         }
-        assert versions["e1/raw_embedded"] == json.loads(
-            (outputs / "datasets" / "e1" / "raw" / "embedded.metadata.json").read_text()
-        )["hash"]
+        assert (
+            versions["e1/raw_embedded"]
+            == json.loads((outputs / "datasets" / "e1" / "raw" / "embedded.metadata.json").read_text())["hash"]
+        )
         assert all(versions.values()) and len(set(versions.values())) == len(versions), versions
 
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "gpt-5"])
