@@ -432,7 +432,7 @@ def test_two_secverify_runs_on_a_fresh_outputs_folder_both_succeed(tmp_path: Pat
     ids = [json.loads(line)["id"] for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 6
     # Each run wrote its own report (a second report never overwrites the first).
-    report_dirs = sorted((tmp_path / "reports" / "e1").iterdir())
+    report_dirs = sorted((tmp_path / "reports" / "e1" / "latest").iterdir())
     assert len(report_dirs) == 2
     for report_dir in report_dirs:
         assert json.loads((report_dir / "report.json").read_text())["models"] == ["heuristic"]

@@ -115,13 +115,20 @@ def _holder_line() -> str:
     )
 
 
+UNKNOWN_HOLDER = "another process"
+"""Who holds a lock whose holder line cannot be read (not yet written: the holder writes it just after locking)."""
+
+NAMING_WAIT_S = 0.5
+"""How long a waiter waits for the holder's line before telling on_wait it waits for an unnamed holder."""
+
+
 def describe_holder(lock_path: Path) -> str:
     """Who holds (or last held) a lock, as its holder wrote it: pid, host, command and since when."""
     try:
         holder = json.loads(lock_path.read_text(encoding="utf-8"))
         return f"pid {holder['pid']} on {holder['host']} ({holder['command']}, since {holder['since']})"
     except (OSError, ValueError, KeyError, TypeError):
-        return "another process"
+        return UNKNOWN_HOLDER
 
 
 @contextlib.contextmanager
@@ -155,7 +162,9 @@ def exclusive(
                         f"{what} is in use by {holder}; waited {wait_s:g} s. Try again when it has finished "
                         f"(a killed holder releases it at once; lock file {lock_path})"
                     ) from None
-                if on_wait is not None and not told:
+                # A holder that has just locked writes its line a moment later: wait briefly to name it.
+                naming_over = wait_s - remaining >= NAMING_WAIT_S
+                if on_wait is not None and not told and (holder != UNKNOWN_HOLDER or naming_over):
                     on_wait(holder)
                     told = True
                 time.sleep(min(delay, remaining))
