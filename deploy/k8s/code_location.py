@@ -1,0 +1,14 @@
+"""The code location the Kubernetes deployment serves: the project's definitions, with each step in its own pod
+(dagster-k8s's k8s_job_executor) wherever a job leaves the executor to the definitions.
+
+Per-step pods are what let a GPU-profile training step ask for a GPU node through its op tags
+(secverify_dagster/assets/training.py) while data, eval and report steps of the same run stay on CPU nodes; a run's
+own pod only orchestrates. A job that chose its own executor keeps it (the eval job runs a model's environments in
+its run's process, so one pod per eval run). Locally the project keeps Dagster's default executors."""
+
+import dagster as dg
+from dagster_k8s import k8s_job_executor
+
+from secverify_dagster.definitions import defs as project_defs
+
+defs = dg.Definitions.merge(project_defs, dg.Definitions(executor=k8s_job_executor))
