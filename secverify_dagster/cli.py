@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from secverify_dagster import cli_audit, cli_check
+from secverify_dagster import cli_audit, cli_check, cli_report
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Dialogue
 from sv_shared.data.files import FolderBusyError, json_text
@@ -321,18 +321,6 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 1 if any(result["error"] for result in results) else 0
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    from secverify_dagster.reports import build_report, new_report_dir
-    from secverify_dagster.resources.models import load_registry
-
-    env = get_environment(args.env)
-    out_dir = new_report_dir(outputs_dir() / "reports" / env.env_id)
-    parents = {model_id: spec.parent for model_id, spec in load_registry().items() if spec.parent}
-    report = build_report(env, outputs_dir() / "evals", out_dir, parents=parents)
-    _print(f"report for {', '.join(report.models) or 'no models'} → {report.markdown_path}")
-    return 0
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     from secverify_dagster.pipeline import run_training
 
@@ -453,10 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("files", nargs="+", help="YAML manifests, .tf or .tf.json files")
     scan.set_defaults(func=cmd_scan)
 
-    report = sub.add_parser("report", help="build an environment's report from its latest eval runs")
-    report.add_argument("--env", required=True, choices=ENV_IDS)
-    report.set_defaults(func=cmd_report)
-
+    cli_report.register(sub)
     train = sub.add_parser("train", help="train a recipe (configs/sft|rlft/<recipe>.yaml) into a checkpoint")
     train.add_argument("kind", choices=("sft", "rlft"))
     train.add_argument("recipe", help="the recipe's name (its file name without .yaml)")

@@ -8,16 +8,19 @@ from secverify_dagster.assets.checks import build_dataset_checks
 from secverify_dagster.assets.corpora import build_corpus_assets
 from secverify_dagster.assets.evals import build_eval_asset
 from secverify_dagster.assets.governance import build_governance_asset, govern
-from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, report_key
+from secverify_dagster.assets.keys import report_key
 from secverify_dagster.assets.redteam import judge_validation, tournament
 from secverify_dagster.assets.regression_checks import build_regression_check
 from secverify_dagster.assets.reports import build_report_asset
 from secverify_dagster.assets.training import approve_checkpoint_job, training_definitions
-from secverify_dagster.jobs import data_job, eval_job, report_job
+from secverify_dagster.jobs import data_job, eval_job, report_job, tournament_job
+from secverify_dagster.report_schedules import REPORT_SCHEDULES
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
+from secverify_dagster.resources.vllm import VllmResource
 from secverify_dagster.schedules import biweekly_full_eval, biweekly_tournament, nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
+from secverify_dagster.sensors.run_failures import run_failure_recorder
 from sv_shared.registry import get_environment, implemented_env_ids
 from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe, rlft_recipe_names, sft_recipe_names
 
@@ -32,20 +35,6 @@ def _default_sources(env) -> list[str]:
 
 all_reports_job = dg.define_asset_job(
     "reports_job", selection=dg.AssetSelection.assets(*(report_key(env.env_id) for env in ENVIRONMENTS))
-)
-
-tournament_job = dg.define_asset_job(
-    "tournament_job",
-    selection=dg.AssetSelection.assets(JUDGE_VALIDATION, TOURNAMENT),
-    description="Measure the judges on the validation set, then play the attacker × defender tournament.",
-)
-
-monthly_report = dg.ScheduleDefinition(
-    name="monthly_report",
-    job=all_reports_job,
-    cron_schedule="0 9 1 * *",
-    execution_timezone="UTC",
-    description="1st of the month, 09:00 UTC: the consolidated report of every environment.",
 )
 
 ASSETS = [
@@ -74,12 +63,13 @@ defs = dg.Definitions(
         tournament_job,
         approve_checkpoint_job,
     ],
-    schedules=[weekly_sweep, biweekly_full_eval, biweekly_tournament, nightly_regression, monthly_report],
-    sensors=[new_model_sensor],
+    schedules=[weekly_sweep, biweekly_full_eval, biweekly_tournament, nightly_regression, *REPORT_SCHEDULES],
+    sensors=[new_model_sensor, run_failure_recorder],
     resources={
         "models": ModelRegistryResource(),
         "artifacts": ArtifactStoreResource(),
         "tracking": TrackingResource(),
         "gpu": GpuResource(),
+        "vllm": VllmResource(),
     },
 )

@@ -1,15 +1,26 @@
-"""Jobs: each environment's data lineage, the eval job over every environment's evals, and the report jobs."""
+"""Jobs: each environment's data lineage, the eval job over every environment's evals, the tournament and the report
+jobs. Eval runs and tournament runs carry their model's provider tags (concurrency.py), which dagster.yaml limits."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 
 from secverify_dagster.assets.evals import eval_run_config
-from secverify_dagster.assets.keys import curated_key, eval_key, raw_key, report_key, synthetic_key
+from secverify_dagster.assets.keys import (
+    JUDGE_VALIDATION,
+    TOURNAMENT,
+    curated_key,
+    eval_key,
+    raw_key,
+    report_key,
+    synthetic_key,
+)
+from secverify_dagster.concurrency import PROVIDER_TAG, provider_tags
 from secverify_dagster.partitions import models_partitions
+from secverify_dagster.resources.models import ModelSpec
 from sv_shared.registry import implemented_env_ids
 
 
@@ -27,22 +38,41 @@ eval_job = dg.define_asset_job(
     "eval_job",
     selection=dg.AssetSelection.assets(*(eval_key(env_id) for env_id in implemented_env_ids())),
     partitions_def=models_partitions,
-    description="Models (partitions) on environments (each one's eval_results asset): select one environment's "
-    "asset to run one model there, or backfill partitions to sweep models × environments.",
+    # One process per run: a model's environments run one after another in the process that loaded it (the local
+    # model once per run, not once per step); parallelism is the model client's requests and the run queue's runs.
+    executor_def=dg.in_process_executor,
+    description="Models (partitions) on environments (each one's eval_results asset): select environments' assets "
+    "to run one model there, or backfill partitions to sweep models × environments.",
 )
 
 
 def eval_run_request(
-    env_id: str, model_id: str, *, run_key: str, tags: Mapping[str, str], config: Mapping[str, Any] | None = None
+    spec: ModelSpec,
+    env_ids: Sequence[str],
+    *,
+    run_key: str,
+    tags: Mapping[str, str],
+    config: Mapping[str, Any] | None = None,
 ) -> dg.RunRequest:
-    """One model on one environment: eval_job on the model's partition, selecting only that environment's evals."""
+    """One model on some environments, as one run of eval_job on the model's partition (selecting only those
+    environments' evals), tagged with the model's provider so the run queue applies its limit."""
+    ops = {op: settings for env_id in env_ids for op, settings in eval_run_config(env_id, config or {})["ops"].items()}
     return dg.RunRequest(
         run_key=run_key,
-        partition_key=model_id,
-        asset_selection=[eval_key(env_id)],
-        run_config=eval_run_config(env_id, config) if config else {},
-        tags=dict(tags),
+        partition_key=spec.id,
+        asset_selection=[eval_key(env_id) for env_id in env_ids],
+        run_config={"ops": ops} if config else {},
+        tags={**dict(tags), **provider_tags(spec)},
     )
+
+
+tournament_job = dg.define_asset_job(
+    "tournament_job",
+    selection=dg.AssetSelection.assets(JUDGE_VALIDATION, TOURNAMENT),
+    # Its default entrants include the local model, loaded in the run's process: it queues with local model runs.
+    tags={PROVIDER_TAG: "local_transformers"},
+    description="Measure the judges on the validation set, then play the attacker × defender tournament.",
+)
 
 
 def report_job(env_id: str) -> dg.UnresolvedAssetJobDefinition:

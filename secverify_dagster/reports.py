@@ -1,61 +1,68 @@
-"""Environment reports: the latest complete run of each model on one dataset, compared honestly.
+"""Environment reports: one cadence's slice of runs, compared honestly, kept per period.
 
-A report holds a metrics table (reward with a bootstrap CI, detection and calibration metrics), paired bootstrap
-deltas between every pair of models over the items both scored, a reliability diagram and a risk–coverage plot, and
-the provenance of every run it used. Plain Python: the report asset and `secverify report` both call build_report.
+A report covers a cadence (report_scope: weekly, biweekly, monthly, or latest) and compares only the runs of one
+slice (report_runs: same dataset, N, seed, episodes, counterparts, judge): per model its latest run of the slice in the
+period. It holds a metrics table (reward with a bootstrap CI, detection and calibration metrics), each model's change
+against its previous period's run of the slice (the regression gate's compare_runs, so the report flags exactly what
+the gate flags), paired bootstrap deltas between the models, error triage of the low-reward samples
+(sv_shared.runs.triage), and what running them took (report_operations: tokens, cost and GPU-hours, synthetic-data
+volumes, the failed runs of the period, the provenance of every run: its full code version, "-dirty" included, with
+the files that were dirty). Plain Python: the report asset and `secverify report` both call build_report.
 
-Every file of a report is replaced atomically, so two reports built into the same folder at once (the asset and the
-command, two schedules) leave whole files, never a torn one; a reader sees the previous report's file or the new one.
-Runs that hold a sample twice (written by two processes at once, before run folders were locked) are read with the
-first record of each sample, so the comparison still pairs each item once.
+Reports are kept per period and never overwritten: outputs/reports/<env>/<cadence>/<period>/<UTC time>[-N]/, a
+folder made with an exclusive mkdir (new_report_dir). Each holds report.md (plots as relative links), report.html
+(self-contained: plots inlined, styled tables), report.json and the plots. Every file is replaced atomically. The
+outputs folder is evals_root's parent: datasets/, tournaments/ and run_failures/ are read beside evals/.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from secverify_dagster.regression import MAX_RELATIVE_DROP, GateVerdict, UnjudgeableRunError, compare_runs
+from secverify_dagster.report_html import render_html
+from secverify_dagster.report_operations import operations
+from secverify_dagster.report_runs import RunView, Selection, select_runs
+from secverify_dagster.report_scope import Period, ReportScope, report_scope
 from secverify_dagster.tournament import rounds_markdown
-from sv_shared.answers.plots import plot_reliability, plot_risk_coverage
+from sv_shared.answers.plots import (
+    plot_category_counts,
+    plot_period_deltas,
+    plot_reliability,
+    plot_reward_by_model,
+    plot_risk_coverage,
+)
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.contracts import Dialogue, Environment
 from sv_shared.data.files import replacing, write_bytes_atomic, write_json_atomic, write_text_atomic
-from sv_shared.runs.records import FinishedRun, latest_complete_runs
-from sv_shared.runs.schema import ResultRecord, RunMetadata, RunSummary
-
-
-@dataclass(frozen=True)
-class RunView:
-    """A complete run as a report compares it: its metadata, summary and scored samples, read typed."""
-
-    model_id: str
-    run_dir: Path
-    metadata: RunMetadata
-    summary: RunSummary
-    records: list[ResultRecord]
-
-    @classmethod
-    def read(cls, run: FinishedRun) -> RunView:
-        return cls(run.model_id, run.run_dir, run.metadata, run.summary(), list(run.records()))
-
-    @property
-    def metrics(self) -> dict[str, Any]:
-        return self.summary.metrics
+from sv_shared.runs.triage import (
+    CATEGORIES,
+    COLORS,
+    LOW_REWARD,
+    SampleTriage,
+    category_counts,
+    lowest_reward_examples,
+    triage_run,
+)
 
 
 @dataclass(frozen=True)
 class Report:
     markdown_path: Path
+    html_path: Path
     json_path: Path
     plots: list[Path]
     dataset_hash: str | None
     models: list[str]
     excluded: dict[str, str]
+    regressed: list[str]
+    """Models whose change against the previous period the regression gate calls a regression."""
 
 
 def new_report_dir(root: Path, now: datetime | None = None) -> Path:
@@ -73,41 +80,16 @@ def new_report_dir(root: Path, now: datetime | None = None) -> Path:
     raise FileExistsError(f"no free report folder for {stamp} under {root}")
 
 
-def collect_runs(evals_root: Path, env: Environment) -> tuple[list[RunView], dict[str, str]]:
-    """The latest complete run per model, all on the dataset of the most recent run; the rest with reasons.
-
-    A run folder that cannot be read (malformed, or of a schema version this code does not read) is refused with a
-    message naming its file: a report that silently left a model out would compare the wrong runs."""
-    latest = {run.model_id: RunView.read(run) for run in latest_complete_runs(evals_root, env.name)}
-    if not latest:
-        return [], {}
-    newest = max(latest.values(), key=lambda v: v.metadata.started_at)
-    basis = _comparison_basis(newest)
-    runs = sorted((v for v in latest.values() if _comparison_basis(v) == basis), key=lambda v: v.model_id)
-    excluded = {
-        v.model_id: f"latest run {v.run_dir.name} is on another dataset, counterpart or judge "
-        f"({_describe_basis(_comparison_basis(v))}; the report compares {_describe_basis(basis)})"
-        for v in latest.values()
-        if _comparison_basis(v) != basis
-    }
-    return runs, excluded
+def report_dir(env_reports: Path, scope: ReportScope, now: datetime | None = None) -> Path:
+    """A new folder for a report of this scope under the environment's reports: <cadence>/<period>/<UTC time>."""
+    return new_report_dir(env_reports.joinpath(*scope.folder_parts), now)
 
 
-def _comparison_basis(view: RunView) -> tuple[str, str, str | None]:
-    """What must match for two runs to be compared: the dataset, and for dialogues the counterparts and judge."""
-    counterparts = view.metadata.counterparts or {}
-    described = ",".join(f"{role}={spec.id}" for role, spec in sorted(counterparts.items()))
-    return view.metadata.dataset.hash, described, view.metadata.judge
-
-
-def _describe_basis(basis: tuple[str, str, str | None]) -> str:
-    dataset, counterparts, judge = basis
-    parts = [f"dataset {dataset[:12]}"]
-    if counterparts:
-        parts.append(counterparts)
-    if judge:
-        parts.append(f"judge {judge}")
-    return ", ".join(parts)
+def _plot(path: Path, draw: Any, *args: Any, **kwargs: Any) -> Path:
+    """Draw into a temporary file and move it into place, so a reader never sees half a PNG."""
+    with replacing(path) as tmp:
+        draw(*args, tmp, **kwargs)
+    return path
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -193,118 +175,272 @@ def _lineage_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def period_deltas(selection: Selection, *, seed: int = 42) -> dict[str, GateVerdict | str]:
+    """Per model with a previous-period run of the slice: the regression gate's verdict on its change; otherwise why
+    there is none."""
+    deltas: dict[str, GateVerdict | str] = dict(selection.no_previous)
+    for run in selection.runs:
+        previous = selection.previous.get(run.model_id)
+        if previous is None:
+            continue
+        try:
+            deltas[run.model_id] = compare_runs(run.finished, previous, seed=seed)
+        except UnjudgeableRunError as error:
+            deltas[run.model_id] = f"not judged: {error}"
+    return dict(sorted(deltas.items()))
+
+
+def _relative(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1%}"
+
+
+def _delta_lines(
+    previous: Period, deltas: Mapping[str, GateVerdict | str], out_dir: Path, plots: list[Path], *, title: str
+) -> list[str]:
+    lines = [
+        "",
+        f"## Changes since the previous period ({previous.label})",
+        "",
+        f"Each model's run against its latest run of this slice in {previous.describe()}: mean reward over the items "
+        f"both drew, 95% paired bootstrap CI, p. A regression (the regression gate's rule) is a significant drop "
+        f"of more than {MAX_RELATIVE_DROP:.0%}.",
+        "",
+    ]
+    verdicts = {model: verdict for model, verdict in deltas.items() if isinstance(verdict, GateVerdict)}
+    judged = {model: verdict for model, verdict in verdicts.items() if verdict.delta is not None}
+    if judged:
+        lines += [
+            "| model | n | previous | current | Δ | relative | 95% CI | p | regression |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {model} | {v.n_paired} | {v.mean_previous:.3f} | {v.mean_current:.3f} | {v.delta:+.3f} | "
+            f"{_relative(v.relative_change)} | [{v.ci_low:+.3f}, {v.ci_high:+.3f}] | {v.p_value:.3f} | "
+            f"{'**REGRESSED**' if v.regressed else 'no'} |"
+            for model, v in judged.items()
+        ]
+        plot = _plot(
+            out_dir / "period_deltas.png",
+            plot_period_deltas,
+            [{"model": model, **verdict.as_dict()} for model, verdict in judged.items()],
+            title=f"{title}: change since {previous.label}",
+        )
+        plots.append(plot)
+        lines += ["", f"![{plot.stem}]({plot.name})"]
+    notes = [f"- {model}: {verdict.reason}" for model, verdict in verdicts.items()]
+    notes += [f"- {model}: {reason}" for model, reason in deltas.items() if isinstance(reason, str)]
+    return lines + (["", *notes] if notes else [])
+
+
+def _triage_lines(
+    env: Environment,
+    runs: Sequence[RunView],
+    triaged: Mapping[str, list[SampleTriage]],
+    out_dir: Path,
+    plots: list[Path],
+) -> list[str]:
+    plot = _plot(
+        out_dir / "triage.png",
+        plot_category_counts,
+        {model: category_counts(samples) for model, samples in triaged.items()},
+        CATEGORIES,
+        title=f"{env.name}: error triage",
+        colors=COLORS,
+    )
+    plots.append(plot)
+    lines = [
+        "",
+        "## Error triage of low-reward samples",
+        "",
+        "Each sample's first matching category: safety (judged unsafe, addressed the judge, hostile patch), tool "
+        "misuse (calls over budget, malformed or unknown calls, turns run out), format (the answer did not parse), "
+        f"reasoning (well-formed, reward below {LOW_REWARD}), ok. Reasons use the verifier's names only; model text "
+        "is never shown.",
+        "",
+        "| model | " + " | ".join(CATEGORIES) + " |",
+        "|---|" + "---|" * len(CATEGORIES),
+    ]
+    for run in runs:
+        counts = category_counts(triaged[run.model_id])
+        lines.append(f"| {run.model_id} | " + " | ".join(str(counts[category]) for category in CATEGORIES) + " |")
+    lines += ["", f"![{plot.stem}]({plot.name})", "", "Lowest-reward examples:", ""]
+    for run in runs:
+        examples = lowest_reward_examples(triaged[run.model_id])
+        if not examples:
+            lines.append(f"- {run.model_id}: none (every sample ok)")
+        lines += [
+            f"- {run.model_id}: `{sample.id}` {sample.category} (reward {sample.reward:.2f}): {sample.reason}"
+            for sample in examples
+        ]
+    return lines
+
+
+def _results_lines(env: Environment, selection: Selection, reward_plot: Path) -> list[str]:
+    runs = selection.runs
+    dataset = runs[0].metadata.dataset
+    calibrated = any("reliability_bins" in run.metrics for run in runs)
+    slice_text = selection.slice.describe() if selection.slice else "–"
+    return [
+        f"Slice: {slice_text}. Dataset `{dataset.source}` (hash `{dataset.hash[:16]}`, {dataset.rows} rows); every "
+        f"model answered the same {runs[0].summary.n_items} items.{_not_scored(runs)}",
+        "",
+        "## Results",
+        "",
+        *_metrics_table(env, runs),
+        "",
+        "Reward: mean with a 95% bootstrap CI."
+        + (
+            " ECE: 10 equal-width bins over answered items. AURC: area under the risk–coverage curve (lower is better)."
+            if calibrated
+            else ""
+        ),
+        "",
+        f"![{reward_plot.stem}]({reward_plot.name})",
+    ]
+
+
+def _comparison_lines(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["", "## Paired comparisons between models (bootstrap over items, 10,000 resamples)", ""]
+    if not comparisons:
+        return [*lines, "Only one model has a complete run; nothing to compare."]
+    lines += ["| A | B | n | Δ reward (A − B) | 95% CI | p |", "|---|---|---|---|---|---|"]
+    return lines + [
+        f"| {c['model_a']} | {c['model_b']} | {c['n_paired']} | {c['delta']:+.3f} | "
+        f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] | {c['p_value']:.3f} |"
+        for c in comparisons
+    ]
+
+
+def _calibration_lines(env: Environment, runs: Sequence[RunView], out_dir: Path, plots: list[Path]) -> list[str]:
+    calibrated = [run for run in runs if "reliability_bins" in run.metrics]
+    if not calibrated:
+        return []
+    reliability = _plot(
+        out_dir / "reliability.png",
+        plot_reliability,
+        {run.model_id: run.metrics["reliability_bins"] for run in calibrated},
+        title=f"{env.name}: reliability",
+    )
+    risk_coverage = _plot(
+        out_dir / "risk_coverage.png",
+        plot_risk_coverage,
+        {run.model_id: run.metrics["risk_coverage"] for run in calibrated},
+        title=f"{env.name}: risk–coverage",
+        aurc_by_model={run.model_id: run.metrics["aurc"] for run in calibrated},
+    )
+    plots += [reliability, risk_coverage]
+    return [
+        "",
+        "## Calibration",
+        "",
+        f"![{reliability.stem}]({reliability.name})",
+        "",
+        f"![{risk_coverage.stem}]({risk_coverage.name})",
+    ]
+
+
 def build_report(
     env: Environment,
     evals_root: Path,
     out_dir: Path,
     *,
+    scope: ReportScope | None = None,
     seed: int = 42,
     parents: Mapping[str, str] | None = None,
 ) -> Report:
-    """parents: checkpoint model id → the model it was trained from (the registry's lineage), compared in a section
-    of their own."""
-    runs, excluded = collect_runs(evals_root, env)
+    """scope: what the report covers (default: latest). parents: checkpoint model id → the model it was trained from
+    (the registry's lineage), compared in a section of their own."""
+    scope = scope or report_scope(env, "latest")
+    selection = select_runs(evals_root, env, scope)
+    runs = selection.runs
     out_dir.mkdir(parents=True, exist_ok=True)
-    calibrated = [run for run in runs if "reliability_bins" in run.metrics]
-    plots: list[Path] = []
-    if calibrated or not runs:
-        reliability, risk_coverage = out_dir / "reliability.png", out_dir / "risk_coverage.png"
-        with replacing(reliability) as tmp:
-            plot_reliability(
-                {run.model_id: run.metrics["reliability_bins"] for run in calibrated},
-                tmp,
-                title=f"{env.name}: reliability",
-            )
-        with replacing(risk_coverage) as tmp:
-            plot_risk_coverage(
-                {run.model_id: run.metrics["risk_coverage"] for run in calibrated},
-                tmp,
-                title=f"{env.name}: risk–coverage",
-                aurc_by_model={run.model_id: run.metrics["aurc"] for run in calibrated},
-            )
-        plots += [reliability, risk_coverage]
+    dialogue = isinstance(env.episodes, Dialogue)
+    deltas = period_deltas(selection, seed=seed) if scope.period else {}
     comparisons = paired_comparisons(runs, seed=seed)
     lineage = lineage_comparisons(runs, parents or {}, seed=seed)
-    dataset = runs[0].metadata.dataset if runs else None
-    dialogue_plots: list[Path] = []
+    triaged = {run.model_id: triage_run(run.records, dialogue=dialogue) for run in runs}
+    plots: list[Path] = []
+    title = f"{env.name} ({env.env_id}) {scope.cadence} report" + (f" {scope.period.label}" if scope.period else "")
     lines = [
-        f"# {env.name} ({env.env_id}) report",
+        f"# {title}",
         "",
-        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Verifier {env.verifier.version}. Seed {seed}.",
+        f"Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Verifier {env.verifier.version}. Seed {seed}. "
+        f"Covers: {scope.describe()}.",
         "",
     ]
     if not runs:
-        lines += ["No complete eval runs yet: materialize this environment's eval_results first.", ""]
+        lines.append(f"No complete eval run of this report's slice{' in the period' if scope.period else ''}.")
     else:
-        lines += [
-            f"Dataset `{dataset.source}` (hash `{dataset.hash[:16]}`, {dataset.rows} rows); "
-            f"every model answered the same {runs[0].summary.n_items} items.{_not_scored(runs)}",
-            "",
-            "## Results",
-            "",
-            *_metrics_table(env, runs),
-            "",
-            "Reward: mean with a 95% bootstrap CI."
-            + (
-                " ECE: 10 equal-width bins over answered items. AURC: area under the risk–coverage curve "
-                "(lower is better)."
-                if calibrated
-                else ""
-            ),
-            "",
-            "## Paired comparisons (bootstrap over items, 10,000 resamples)",
-            "",
-        ]
-        if comparisons:
-            lines += ["| A | B | n | Δ reward (A − B) | 95% CI | p |", "|---|---|---|---|---|---|"]
-            lines += [
-                f"| {c['model_a']} | {c['model_b']} | {c['n_paired']} | {c['delta']:+.3f} | "
-                f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] | {c['p_value']:.3f} |"
-                for c in comparisons
-            ]
-        else:
-            lines.append("Only one model has a complete run; nothing to compare.")
+        reward_plot = _plot(
+            out_dir / "reward_by_model.png",
+            plot_reward_by_model,
+            {run.model_id: run.metrics["reward"] for run in runs},
+            title=f"{env.name}: reward",
+        )
+        plots.append(reward_plot)
+        lines += _results_lines(env, selection, reward_plot)
+        if scope.period is not None:
+            lines += _delta_lines(scope.period.previous(), deltas, out_dir, plots, title=env.name)
+        lines += _comparison_lines(comparisons)
         lines += _lineage_lines(lineage)
-        if isinstance(env.episodes, Dialogue):
-            lines += _dialogue_section(runs, evals_root.parent / "tournaments", out_dir, dialogue_plots)
-        lines += ["", "## Format failures", ""]
+        if dialogue:
+            lines += _dialogue_section(runs, evals_root.parent / "tournaments", out_dir, plots)
+        lines += _triage_lines(env, runs, triaged, out_dir, plots)
+        lines += ["", "## Format failures by name", ""]
         lines += [f"- {run.model_id}: {json.dumps(run.metrics.get('format_errors', {}))}" for run in runs]
-        if plots:
-            lines += ["", "## Calibration", ""]
-            lines += [line for plot in plots for line in (f"![{plot.stem}]({plot.name})", "")]
-        lines += ["", "## Provenance", ""]
-        lines += [
-            f"- {run.model_id}: run `{run.run_dir}` · code `{run.metadata.code_version}` · "
-            f"model `{run.metadata.model.model}` · generation `{json.dumps(run.metadata.generation)}`"
-            for run in runs
-        ]
-    if excluded:
-        lines += ["", "## Not in this report", ""] + [f"- {model}: {why}" for model, why in sorted(excluded.items())]
-    plots += dialogue_plots
+        lines += _calibration_lines(env, runs, out_dir, plots)
+    operation_lines, operation_facts = operations(env, scope, evals_root, runs)
+    lines += operation_lines
+    if selection.excluded:
+        lines += ["", "## Not in this report", ""]
+        lines += [f"- {key}: {why}" for key, why in sorted(selection.excluded.items())]
+    markdown_text = "\n".join(lines) + "\n"
     markdown = out_dir / "report.md"
-    write_text_atomic(markdown, "\n".join(lines) + "\n")
+    write_text_atomic(markdown, markdown_text)
+    html_path = out_dir / "report.html"
+    write_text_atomic(html_path, render_html(markdown_text, out_dir, title=title))
+    regressed = [model for model, verdict in deltas.items() if isinstance(verdict, GateVerdict) and verdict.regressed]
+    dataset = runs[0].metadata.dataset if runs else None
     json_path = out_dir / "report.json"
     write_json_atomic(
         json_path,
         {
             "env": env.env_id,
+            "cadence": scope.cadence,
+            "period": asdict(scope.period) if scope.period else None,
+            "slice": asdict(selection.slice) if selection.slice else None,
             "dataset": dataset.as_dict() if dataset else None,
             "models": [run.model_id for run in runs],
             "metrics": {run.model_id: run.metrics for run in runs},
+            "period_deltas": {
+                model: verdict.as_dict() if isinstance(verdict, GateVerdict) else {"reason": verdict}
+                for model, verdict in deltas.items()
+            },
+            "regressed": regressed,
             "comparisons": comparisons,
             "lineage": lineage,
+            "triage": {
+                model: {
+                    "counts": category_counts(samples),
+                    "lowest": [sample.as_dict() for sample in lowest_reward_examples(samples)],
+                }
+                for model, samples in triaged.items()
+            },
+            **operation_facts,
             "runs": {run.model_id: str(run.run_dir) for run in runs},
-            "excluded": excluded,
+            "excluded": selection.excluded,
         },
         default=str,
     )
     return Report(
         markdown,
+        html_path,
         json_path,
         plots,
         dataset.hash if dataset else None,
         [run.model_id for run in runs],
-        excluded,
+        selection.excluded,
+        regressed,
     )
 
 

@@ -806,7 +806,9 @@ class EvalRunner:
     ) -> RunMetadata:
         now = datetime.now(UTC).isoformat()
         version = code_version()
-        session = Session(started_at=now, code_version=version)
+        session = Session(
+            started_at=now, code_version=version, dirty_paths=dirty_paths() if version.endswith("-dirty") else None
+        )
         if folder.metadata_path.exists():
             previous = folder.read_metadata()
             if previous.fingerprint_hash != fingerprint_hash:

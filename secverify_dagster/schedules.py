@@ -3,10 +3,13 @@ regression evals of the unmodified open checkpoints, monthly reports (definition
 
 Bi-weekly means every 14 days from a fixed Monday (cadences.BIWEEKLY_ANCHOR), across year ends too. A sweep asks
 only for runs that can happen: models still in the registry, configured for that environment, reachable from here
-(key or endpoint set); the rest are logged with their reason, not launched to log "skipped"."""
+(key or endpoint set, a served model's endpoint answering); the rest are logged with their reason, not launched to
+log "skipped". Each model is one run over its environments (the local model loads once per sweep, not once per
+environment), tagged with its provider for the run queue's limits (concurrency.provider_tags, dagster.yaml)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 
 import dagster as dg
@@ -15,6 +18,8 @@ from secverify_dagster.cadences import is_biweekly_week, is_open_base_model, run
 from secverify_dagster.jobs import eval_job, eval_run_request
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
+from secverify_dagster.resources.served_endpoints import without_down_endpoints
+from secverify_dagster.resources.vllm import VllmResource
 from sv_shared.registry import get_environment, implemented_env_ids
 
 WEEKLY_ENVS = ("e1", "e2", "e3", "e4")
@@ -24,60 +29,67 @@ NIGHTLY_ENVS = ("e1", "e2", "e3", "e4")
 def sweep_requests(
     context: dg.ScheduleEvaluationContext,
     models: ModelRegistryResource,
+    vllm: VllmResource,
     env_ids: list[str],
     *,
     n: int | None,
     tag: str,
     include: Callable[[str], bool] = lambda model_id: True,
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    """An eval run per (environment, registered model) that can run here, for the implemented environments."""
+    """An eval run per registered model that can run here, over the implemented environments it can answer."""
     registry = models.specs()
     partitions = sorted(context.instance.get_dynamic_partitions(MODELS_PARTITION))
     chosen = [model_id for model_id in partitions if model_id not in registry or include(model_id)]
     envs = [env_id for env_id in env_ids if env_id in implemented_env_ids()]
     baselines = {env_id: list(get_environment(env_id).baselines) for env_id in envs}
     pairs, left_out = runnable_pairs(chosen, envs, registry, baselines)
-    for pair, reason in sorted(left_out.items()):
+    pairs, down = without_down_endpoints(pairs, vllm.down(registry, {model_id for _, model_id in pairs}))
+    for pair, reason in sorted((left_out | down).items()):
         context.log.info(f"{tag}: not requesting {pair}: {reason}")
     if not pairs:
-        return dg.SkipReason(f"{tag}: no model can run here ({len(left_out)} pairs left out; see the tick's logs)")
+        return dg.SkipReason(
+            f"{tag}: no model can run here ({len(left_out) + len(down)} pairs left out; see the tick's logs)"
+        )
     stamp = context.scheduled_execution_time.strftime("%Y-%m-%d") if context.scheduled_execution_time else "now"
     config = {"n": n, "seed": 42} if n else None
+    envs_of: dict[str, list[str]] = defaultdict(list)
+    for env_id, model_id in pairs:
+        envs_of[model_id].append(env_id)
     return [
         eval_run_request(
-            env_id,
-            model_id,
-            run_key=f"{tag}:{stamp}:{env_id}:{model_id}",
+            registry[model_id],
+            model_envs,
+            run_key=f"{tag}:{stamp}:{model_id}",
             config=config,
             tags={"secverify/cadence": tag},
         )
-        for env_id, model_id in pairs
+        for model_id, model_envs in envs_of.items()
     ]
 
 
 @dg.schedule(job=eval_job, cron_schedule="0 6 * * 1", execution_timezone="UTC")
 def weekly_sweep(
-    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource
+    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     """Monday 06:00 UTC: E1–E4 with N=10 for trend tracking."""
-    return sweep_requests(context, models, list(WEEKLY_ENVS), n=10, tag="weekly")
+    return sweep_requests(context, models, vllm, list(WEEKLY_ENVS), n=10, tag="weekly")
 
 
 @dg.schedule(job=eval_job, cron_schedule="0 8 * * 1", execution_timezone="UTC")
 def biweekly_full_eval(
-    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource
+    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     """Every other Monday, 08:00 UTC (every 14 days from cadences.BIWEEKLY_ANCHOR): all six environments at their
     default N."""
     when = context.scheduled_execution_time
     if when is not None and not is_biweekly_week(when.date()):
         return dg.SkipReason("not a bi-weekly week: the full eval runs every 14 days")
-    return sweep_requests(context, models, list(implemented_env_ids()), n=None, tag="biweekly")
+    return sweep_requests(context, models, vllm, list(implemented_env_ids()), n=None, tag="biweekly")
 
 
 @dg.schedule(job=eval_job, cron_schedule="0 3 * * *", execution_timezone="UTC")
 def nightly_regression(
-    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource
+    context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     """Every night, 03:00 UTC: the unmodified open-weights checkpoints (served or local, not API models, not our
     trained checkpoints) on E1–E4 at N=10, so a serving or dependency change shows up the next morning."""
@@ -85,6 +97,7 @@ def nightly_regression(
     return sweep_requests(
         context,
         models,
+        vllm,
         list(NIGHTLY_ENVS),
         n=10,
         tag="nightly",

@@ -23,10 +23,12 @@ from secverify_dagster.assets.keys import (
     sft_dataset_key,
     synthetic_key,
 )
+from secverify_dagster.concurrency import PROVIDER_TAG, provider_tags
 from secverify_dagster.definitions import RECIPES, defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
-from secverify_dagster.resources.models import default_registry_path, load_registry, reachability
+from secverify_dagster.resources.models import ModelSpec, default_registry_path, load_registry, reachability
+from secverify_dagster.resources.vllm import VllmResource
 from secverify_dagster.schedules import nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from sv_shared.config import read_yaml
@@ -79,7 +81,8 @@ def _checkpoints_reading(env_id: str) -> set[dg.AssetKey]:
         for recipe in RECIPES
         if env_id in recipe.envs
     }
-    return dg.AssetSelection.assets(*direct).downstream().resolve(GRAPH) if direct else set()
+    downstream = dg.AssetSelection.assets(*direct).downstream().resolve(GRAPH) if direct else set()
+    return {key for key in downstream if key.path[0] == "training"}
 
 
 def test_evals_and_reports_read_only_their_own_environment() -> None:
@@ -91,7 +94,10 @@ def test_evals_and_reports_read_only_their_own_environment() -> None:
         # Re-curating one of them reaches only its own synthetic set, evals and report.
         downstream = dg.AssetSelection.assets(curated_key(env_id)).downstream().resolve(GRAPH)
         own = {curated_key(env_id), synthetic_key(env_id), eval_key(env_id), report_key(env_id)}
-        assert {key for key in downstream if key.path[0] != "training"} == {*own, sft_dataset_key(env_id)}
+        assert {key for key in downstream if key.path[0] not in ("training", "governance")} == {
+            *own,
+            sft_dataset_key(env_id),
+        }
         # ... and the checkpoints trained on its data (or continuing one that was), nothing else.
         trained_on = {key for key in downstream if key.path[0] == "training"}
         assert trained_on == _checkpoints_reading(env_id)
@@ -150,25 +156,36 @@ def test_recurating_e1_leaves_e4_evals_and_report_fresh() -> None:
 
 
 def _sensor_tick(instance: dg.DagsterInstance, cursor: str | None, registry_path: Path | None = None) -> Any:
-    resources = {"models": ModelRegistryResource(registry_path=str(registry_path) if registry_path else None)}
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources, definitions=defs)
-    return new_model_sensor(context)
+    resources = {
+        "models": ModelRegistryResource(registry_path=str(registry_path) if registry_path else None),
+        "vllm": VllmResource(),
+    }
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources=resources, definitions=defs) as context:
+        return new_model_sensor(context)
 
 
-def _backfilled(result: Any) -> set[tuple[str, str]]:
-    (request,) = result.run_requests
-    subset = request.asset_graph_subset
-    assert subset is not None and request.tags["secverify/trigger"] == "new-model"
-    return {(key.asset_key.path[0], key.partition_key) for key in subset.iterate_asset_partitions()}
+def _backfilled(result: Any, registry: dict[str, ModelSpec]) -> set[tuple[str, str]]:
+    """The (environment, model) pairs of a tick's backfills, each backfill holding one provider's models only."""
+    pairs: set[tuple[str, str]] = set()
+    for request in result.run_requests:
+        subset = request.asset_graph_subset
+        assert subset is not None and request.tags["secverify/trigger"] == "new-model"
+        backfill = {(key.asset_key.path[0], key.partition_key) for key in subset.iterate_asset_partitions()}
+        assert {
+            tag: value for _, model in backfill for tag, value in provider_tags(registry[model]).items()
+        }.items() <= request.tags.items()
+        assert {registry[model].provider for _, model in backfill} == {request.tags[PROVIDER_TAG]}
+        pairs |= backfill
+    return pairs
 
 
-def test_new_model_sensor_backfills_what_can_run_once_as_one_backfill(tmp_path: Path) -> None:
+def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provider(tmp_path: Path) -> None:
     registry = load_registry()
     with dg.instance_for_test() as instance:
         # What `secverify run` does on a fresh instance: every model a partition. It must not steal the backfill.
         instance.add_dynamic_partitions(MODELS_PARTITION, sorted(registry))
         first = _sensor_tick(instance, None)
-        pairs = _backfilled(first)
+        pairs = _backfilled(first, registry)
         expected = {
             (env_id, model_id)
             for env_id in implemented_env_ids()
@@ -176,6 +193,9 @@ def test_new_model_sensor_backfills_what_can_run_once_as_one_backfill(tmp_path: 
             if reachability(spec, env_id, available_baselines=get_environment(env_id).baselines).ok
         }
         assert pairs == expected
+        # One backfill per provider among them (the run queue limits runs by these tags), not one per pair.
+        providers = {registry[model].provider for _, model in expected}
+        assert sorted(request.tags[PROVIDER_TAG] for request in first.run_requests) == sorted(providers)
         # Bounded: no pair that could only log "skipped" (baselines off their environment, API models without keys).
         assert ("e1", "tool-oracle") not in pairs and not any(model == "gpt-5" for _, model in pairs)
         assert len(pairs) < len(registry) * len(implemented_env_ids())
@@ -189,20 +209,29 @@ def test_new_model_sensor_backfills_what_can_run_once_as_one_backfill(tmp_path: 
         changed = tmp_path / "models.yaml"
         changed.write_text(yaml.safe_dump(file), encoding="utf-8")
         third = _sensor_tick(instance, again.cursor, changed)
-        assert {model for _, model in _backfilled(third)} == {"smollm2-copy"}
+        assert {model for _, model in _backfilled(third, load_registry(changed))} == {"smollm2-copy"}
+        (request,) = third.run_requests
+        assert request.tags[PROVIDER_TAG] == "local_transformers"
         (added,) = third.dynamic_partitions_requests
         assert added.partition_keys == ["smollm2-copy"]
         assert "heuristic" not in json.loads(third.cursor)
 
 
 def _tick(schedule: dg.ScheduleDefinition, instance: dg.DagsterInstance, when: datetime) -> Any:
-    context = dg.build_schedule_context(
-        instance=instance, scheduled_execution_time=when, resources={"models": ModelRegistryResource()}
-    )
-    return schedule(context)
+    # As a context manager, so the resources it opened are closed (and the instance's context released) after.
+    with dg.build_schedule_context(
+        instance=instance,
+        scheduled_execution_time=when,
+        resources={"models": ModelRegistryResource(), "vllm": VllmResource()},
+    ) as context:
+        return schedule(context)
 
 
-def test_weekly_sweep_requests_n_10_runs_only_for_models_that_can_answer() -> None:
+def _pairs(requests: list[dg.RunRequest]) -> set[tuple[str, str]]:
+    return {(key.path[0], request.partition_key) for request in requests for key in request.asset_selection or []}
+
+
+def test_weekly_sweep_requests_one_n_10_run_per_model_that_can_answer() -> None:
     with dg.instance_for_test() as instance:
         # tool-oracle is E2's baseline (not E1's); gpt-5 has no key here; old-model left the registry.
         instance.add_dynamic_partitions(
@@ -210,19 +239,28 @@ def test_weekly_sweep_requests_n_10_runs_only_for_models_that_can_answer() -> No
         )
         monday = datetime(2026, 11, 23, 6, tzinfo=UTC)
         requests = _tick(weekly_sweep, instance, monday)
-        pairs = {(r.asset_selection[0].path[0], r.partition_key) for r in requests}
         weekly = set(implemented_env_ids()) & {"e1", "e2", "e3", "e4"}
-        assert pairs == {(env_id, "smollm2-135m-instruct") for env_id in weekly} | {
+        assert _pairs(requests) == {(env_id, "smollm2-135m-instruct") for env_id in weekly} | {
             ("e1", "heuristic"),
             ("e2", "tool-oracle"),
         }
+        # One run per model over its environments (the local model loads once), tagged with its provider.
+        assert sorted(r.partition_key for r in requests) == ["heuristic", "smollm2-135m-instruct", "tool-oracle"]
+        assert {r.partition_key: r.tags[PROVIDER_TAG] for r in requests} == {
+            "heuristic": "baseline",
+            "smollm2-135m-instruct": "local_transformers",
+            "tool-oracle": "baseline",
+        }
+        assert all(r.tags["secverify/cadence"] == "weekly" for r in requests)
         assert all(
-            r.run_config["ops"][f"{r.asset_selection[0].path[0]}__eval_results"]["config"]["n"] == 10 for r in requests
+            r.run_config["ops"][f"{key.path[0]}__eval_results"]["config"]["n"] == 10
+            for r in requests
+            for key in r.asset_selection or []
         )
         eval_job = defs.resolve_job_def("eval_job")
-        for request in requests:  # what the daemon launches: the job narrowed to the request's asset, its config
+        for request in requests:  # what the daemon launches: the job narrowed to the request's assets, its config
             dg.validate_run_config(
-                eval_job.get_subset(asset_selection=set(request.asset_selection)), request.run_config
+                eval_job.get_subset(asset_selection=set(request.asset_selection or [])), request.run_config
             )
 
 
@@ -232,6 +270,7 @@ def test_nightly_regression_watches_only_unmodified_open_models() -> None:
         requests = _tick(nightly_regression, instance, datetime(2026, 11, 24, 3, tzinfo=UTC))
         assert {r.partition_key for r in requests} == {"smollm2-135m-instruct"}
         assert {r.tags["secverify/cadence"] for r in requests} == {"nightly"}
+        assert {r.tags[PROVIDER_TAG] for r in requests} == {"local_transformers"}
 
 
 def _ticks(schedule: dg.ScheduleDefinition, start: datetime, end: datetime) -> list[datetime]:
@@ -257,18 +296,28 @@ def test_every_cadence_over_two_years_and_across_year_ends() -> None:
         "biweekly_tournament",
         "nightly_regression",
         "monthly_report",
+        "weekly_report",
+        "biweekly_report",
     }
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct"])
         ran: dict[str, list[datetime]] = {}
-        for name in ("weekly_sweep", "biweekly_full_eval", "biweekly_tournament"):
+        for name in ("weekly_sweep", "biweekly_full_eval", "biweekly_tournament", "weekly_report", "biweekly_report"):
             ran[name] = [
                 tick
                 for tick in _ticks(by_name[name], start, end)
                 if not isinstance(_tick(by_name[name], instance, tick), dg.SkipReason)
             ]
     gaps = {name: {(b - a).days for a, b in pairwise(ticks)} for name, ticks in ran.items()}
-    assert gaps == {"weekly_sweep": {7}, "biweekly_full_eval": {14}, "biweekly_tournament": {14}}
+    assert gaps == {
+        "weekly_sweep": {7},
+        "biweekly_full_eval": {14},
+        "biweekly_tournament": {14},
+        "weekly_report": {7},
+        "biweekly_report": {14},
+    }
+    # Each bi-weekly report follows its period's full eval and tournament (the same week's Wednesday, 12:00).
+    assert [tick - timedelta(hours=10) for tick in ran["biweekly_report"]] == ran["biweekly_tournament"]
     assert datetime(2026, 12, 21, 8, tzinfo=UTC) in ran["biweekly_full_eval"]
     assert datetime(2027, 1, 4, 8, tzinfo=UTC) in ran["biweekly_full_eval"]  # 14 days on, across the year end
     assert all(tick.weekday() == 0 for tick in ran["biweekly_full_eval"])

@@ -9,7 +9,13 @@ import matplotlib
 
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.metrics import Outcome, classification_metrics
-from sv_shared.answers.plots import plot_reliability, plot_risk_coverage
+from sv_shared.answers.plots import (
+    plot_category_counts,
+    plot_period_deltas,
+    plot_reliability,
+    plot_reward_by_model,
+    plot_risk_coverage,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -78,3 +84,26 @@ def test_output_is_deterministic_and_leaves_backend_alone(tmp_path: Path) -> Non
     # No Software chunk naming the matplotlib version.
     assert b"Software" not in one.read_bytes()
     assert matplotlib.get_backend() == backend
+
+
+def test_report_plots_grow_with_the_models_and_draw_empty_inputs(tmp_path: Path) -> None:
+    rewards = {f"model-{i}": {"mean": 0.1 * i, "ci_low": 0.05 * i, "ci_high": 0.15 * i} for i in range(1, 7)}
+    few = _png_size(plot_reward_by_model(dict(list(rewards.items())[:2]), tmp_path / "few.png", title="t"))
+    many = _png_size(plot_reward_by_model(rewards, tmp_path / "many.png", title="t"))
+    assert few[0] == many[0] == 700 and many[1] > few[1]  # one row per model, never squeezed
+    deltas = [
+        {"model": "a", "delta": -0.1, "ci_low": -0.2, "ci_high": -0.05, "regressed": True},
+        {"model": "b", "delta": 0.02, "ci_low": -0.03, "ci_high": 0.06, "regressed": False},
+    ]
+    assert _png_size(plot_period_deltas(deltas, tmp_path / "d.png", title="t"))[0] == 700
+    counts = {"a": {"format": 3, "ok": 7}, "b": {"safety": 1, "reasoning": 2, "ok": 7}}
+    categories = ("safety", "tool_misuse", "format", "reasoning", "ok")
+    assert _png_size(plot_category_counts(counts, categories, tmp_path / "c.png", title="t"))[0] == 700
+    for empty in (
+        plot_reward_by_model({}, tmp_path / "e1.png", title="t"),
+        plot_period_deltas([], tmp_path / "e2.png", title="t"),
+        plot_category_counts({}, categories, tmp_path / "e3.png", title="t"),
+    ):
+        assert _png_size(empty)
+    again = plot_category_counts(counts, categories, tmp_path / "c2.png", title="t")
+    assert again.read_bytes() == (tmp_path / "c.png").read_bytes()

@@ -26,6 +26,7 @@ from secverify_dagster.regression import (
     judge,
     previous_comparable_run,
 )
+from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import embedded_dataset, select_items
 from sv_shared.answers.statistics import align_paired
 from sv_shared.registry import get_environment
@@ -390,7 +391,8 @@ def test_the_blocking_check_runs_with_the_eval_and_stops_the_report(
         folder.append_results(records)
 
         # As a schedule launches it: eval_job, the model's partition, only the eval asset selected.
-        request = eval_run_request("e1", "heuristic", run_key="weekly", tags={"secverify/cadence": "weekly"})
+        heuristic = load_registry()["heuristic"]
+        request = eval_run_request(heuristic, ["e1"], run_key="weekly", tags={"secverify/cadence": "weekly"})
         assert request.asset_check_keys is None  # so the run takes every check of the selected asset
         scheduled = gated.resolve_job_def("eval_job").execute_in_process(
             instance=instance,

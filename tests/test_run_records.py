@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from secverify_dagster.cli import main
-from secverify_dagster.reports import build_report, collect_runs
+from secverify_dagster.report_runs import select_runs
+from secverify_dagster.report_scope import report_scope
+from secverify_dagster.reports import build_report
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset
 from sv_shared.registry import get_environment
@@ -265,6 +267,22 @@ def test_files_keep_the_runners_layout_with_a_version_added(tmp_path: Path) -> N
     assert metadata["sessions"] == [{"started_at": "2026-01-01T00:00:00+00:00", "code_version": "unknown"}]
 
 
+def test_a_sessions_dirty_paths_are_kept_and_files_without_them_read_and_rewrite_unchanged(tmp_path: Path) -> None:
+    dirty = Session(
+        started_at="2026-01-01T00:00:00+00:00", code_version="abc-dirty", dirty_paths=["envs/a.py", "b c.yaml"]
+    )
+    folder = RunFolder(tmp_path / "run")
+    folder.path.mkdir()
+    folder.write_metadata(_metadata(code_version="abc-dirty", sessions=[dirty]))
+    assert folder.read_metadata().sessions == [dirty]
+    # A file from before the field (LEGACY_METADATA's dirty session has none): read as None, written back as it was.
+    legacy = _write_legacy(tmp_path / "legacy")
+    metadata = legacy.read_metadata()
+    assert metadata.sessions[0].dirty_paths is None
+    assert "dirty_paths" not in metadata.as_dict()["sessions"][0]
+    assert metadata.as_dict() == {"schema_version": SCHEMA_VERSION, **LEGACY_METADATA}
+
+
 def test_a_run_written_by_the_runner_reads_back_as_its_outcome(tmp_path: Path, dataset) -> None:
     outcome = EvalRunner(ENV, HEURISTIC, evals_root=tmp_path).run(dataset, n=6, seed=42)
     folder = RunFolder(outcome.run_dir)
@@ -435,8 +453,9 @@ def test_reports_and_feedback_read_runs_of_both_versions(tmp_path: Path, dataset
         ("heuristic-v0", current.run_dir.name),
     ]
     assert [record.id for record in finished[1].records()] == [record.id for record in finished[0].records()]
-    runs, excluded = collect_runs(evals, ENV)
-    assert [run.model_id for run in runs] == ["heuristic", "heuristic-v0"] and excluded == {}
+    selection = select_runs(evals, ENV, report_scope(ENV, "latest"))
+    runs = selection.runs
+    assert [run.model_id for run in runs] == ["heuristic", "heuristic-v0"] and selection.excluded == {}
     assert runs[1].summary.metrics == runs[0].summary.metrics
 
     report = build_report(ENV, evals, tmp_path / "report")

@@ -5,6 +5,7 @@ import json
 import dagster as dg
 
 from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, TOURNAMENT_ENV, curated_key
+from secverify_dagster.concurrency import LOCAL_MODEL_POOL
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, JudgeModels
 from secverify_dagster.tournament import TournamentConfig, rounds_markdown, run_tournament
@@ -93,6 +94,8 @@ class TournamentAssetConfig(dg.Config):
     group_name="redteam",
     deps=[curated_key(TOURNAMENT_ENV), JUDGE_VALIDATION],
     kinds={"python"},
+    # Its default entrants include the local model, loaded into this step's process.
+    pool=LOCAL_MODEL_POOL,
     description="Attackers × defenders over rounds that alternate which side is updated: attack-success rates "
     "(judged and corrected for the judge's error) per pairing and round, and the success curves.",
 )

@@ -113,6 +113,24 @@ def _parent_deps(recipe: SftRecipe | RlftRecipe) -> list[dg.AssetKey]:
     return []
 
 
+K8S_CONFIG_TAG = "dagster-k8s/config"
+
+
+def gpu_op_tags(recipe: SftRecipe | RlftRecipe) -> dict[str, Any]:
+    """On Kubernetes (deploy/k8s, one pod per step) a GPU-profile recipe's training step asks for its GPUs and
+    tolerates the GPU nodes' taint; its CPU and memory requests stay the run launcher's. No effect elsewhere."""
+    if recipe.profile != "gpu":
+        return {}
+    return {
+        K8S_CONFIG_TAG: {
+            "container_config": {"resources": {"limits": {"nvidia.com/gpu": str(recipe.gpu_settings.devices)}}},
+            "pod_spec_config": {
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+            },
+        }
+    }
+
+
 def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
     kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
     data_deps = (
@@ -127,6 +145,7 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
         deps=[*data_deps, *_parent_deps(recipe)],
         kinds={"pytorch"},
         tags={"secverify/stage": recipe.stage},
+        op_tags=gpu_op_tags(recipe),
         description=f"{recipe.stage} checkpoint of configs/{kind}/{recipe.name}.yaml on {', '.join(recipe.envs)}: "
         "outputs/checkpoints/<parent>/<stage>/<run>/, registered as a model and evaluated on every environment.",
     )

@@ -1,24 +1,36 @@
 """The new-model sensor: every model that enters the registry (configs/models.yaml, or a trained checkpoint) is
-evaluated on every environment it can answer, once, as one backfill.
+evaluated on every environment it can answer, once, in one backfill per provider.
+
+A backfill's tags are every one of its runs' tags, and the run queue limits runs by provider (dagster.yaml): so the
+tick's pairs are grouped by their model's provider tags (concurrency.provider_tags: local models, each API provider,
+each served model) into one backfill per group, a handful at most, each shown and cancellable as one in the UI.
 
 What it has backfilled is its own cursor, not the partition list: `secverify run` (or anyone) adding a partition
 does not take a model's backfill away. Which (environment, model) pairs can run is decided from the registry before
 anything is requested (a baseline only on its environment, an API model only with its key, a served model only with
-its endpoint); the rest are logged with their reason. Models that left the registry are reported as retired.
+its endpoint); the rest are logged with their reason. A served model whose endpoint does not answer now is logged
+and left out of the cursor, so a later tick backfills it once its server is up. Models that left the registry are
+reported as retired.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 
 import dagster as dg
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 from dagster._core.definitions.events import AssetKeyPartitionKey
 
 from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.cadences import runnable_pairs
+from secverify_dagster.concurrency import provider_tags
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
+from secverify_dagster.resources.models import ModelSpec
+from secverify_dagster.resources.served_endpoints import without_down_endpoints
+from secverify_dagster.resources.vllm import VllmResource
 from sv_shared.registry import get_environment, implemented_env_ids
 
 
@@ -32,37 +44,54 @@ def read_cursor(cursor: str | None) -> set[str]:
     return {model for model in value if isinstance(model, str)} if isinstance(value, list) else set()
 
 
+def backfills_by_provider(
+    pairs: list[tuple[str, str]], registry: dict[str, ModelSpec], asset_graph: BaseAssetGraph
+) -> list[dg.RunRequest]:
+    """One backfill per provider group of (environment, model) pairs, tagged with the group's provider tags."""
+    groups: dict[tuple[tuple[str, str], ...], set[AssetKeyPartitionKey]] = defaultdict(set)
+    for env_id, model_id in pairs:
+        tags = tuple(sorted(provider_tags(registry[model_id]).items()))
+        groups[tags].add(AssetKeyPartitionKey(eval_key(env_id), model_id))
+    return [
+        dg.RunRequest.for_asset_graph_subset(
+            AssetGraphSubset.from_asset_partition_set(partitions, asset_graph),
+            tags={"secverify/trigger": "new-model", **dict(tags)},
+        )
+        for tags, partitions in sorted(groups.items())
+    ]
+
+
 @dg.sensor(
     asset_selection=[eval_key(env_id) for env_id in implemented_env_ids()],
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
-def new_model_sensor(context: dg.SensorEvaluationContext, models: ModelRegistryResource) -> dg.SensorResult:
+def new_model_sensor(
+    context: dg.SensorEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
+) -> dg.SensorResult:
     registry = models.specs()
     backfilled = read_cursor(context.cursor)
     retired = sorted(backfilled - set(registry))
     if retired:
         context.log.warning(f"retired (no longer in the registry, no longer evaluated): {retired}")
     new_models = [model_id for model_id in registry if model_id not in backfilled]
-    cursor = json.dumps(sorted(set(registry) & backfilled | set(new_models)))
     if not new_models:
-        return dg.SensorResult(skip_reason="no new models in the registry", cursor=cursor)
+        return dg.SensorResult(
+            skip_reason="no new models in the registry", cursor=json.dumps(sorted(set(registry) & backfilled))
+        )
     envs = list(implemented_env_ids())
     baselines = {env_id: list(get_environment(env_id).baselines) for env_id in envs}
     pairs, left_out = runnable_pairs(new_models, envs, registry, baselines)
-    for pair, reason in sorted(left_out.items()):
+    down_models = vllm.down(registry, {model_id for _, model_id in pairs})
+    pairs, down = without_down_endpoints(pairs, down_models)
+    for pair, reason in sorted((left_out | down).items()):
         context.log.info(f"not backfilling {pair}: {reason}")
+    # A model whose server is down now is asked again on a later tick: it stays out of the cursor.
+    cursor = json.dumps(sorted(set(registry) & backfilled | (set(new_models) - set(down_models))))
     known = set(context.instance.get_dynamic_partitions(MODELS_PARTITION))
     partitions = [model_id for model_id in new_models if model_id not in known]
-    requests = []
-    if pairs:
-        asset_graph = context.repository_def.asset_graph
-        subset = AssetGraphSubset.from_asset_partition_set(
-            {AssetKeyPartitionKey(eval_key(env_id), model_id) for env_id, model_id in pairs}, asset_graph
-        )
-        # One backfill object for the tick's new models, shown and cancellable as one in the UI.
-        requests.append(dg.RunRequest.for_asset_graph_subset(subset, tags={"secverify/trigger": "new-model"}))
-    context.log.info(f"new models {new_models}: {len(pairs)} eval runs in one backfill")
+    requests = backfills_by_provider(pairs, registry, context.repository_def.asset_graph) if pairs else []
+    context.log.info(f"new models {new_models}: {len(pairs)} eval runs in {len(requests)} backfills (one per provider)")
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(MODELS_PARTITION, partitions)]

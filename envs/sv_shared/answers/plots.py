@@ -1,4 +1,5 @@
-"""Reliability diagrams and risk–coverage curves as PNG files, byte-identical from run to run.
+"""Report plots as PNG files, byte-identical from run to run: reliability diagrams, risk–coverage curves, tournament
+success curves, reward by model, changes since the previous period, and error-triage counts.
 
 Figures are built with the object-oriented API on an Agg canvas, so no global backend is switched and nothing
 here touches pyplot's state (safe inside Dagster workers and test runs that use other backends).
@@ -131,4 +132,102 @@ def plot_success_curves(curves: Mapping[str, Sequence[tuple[int, float]]], path:
     if any(curves.values()):
         axes.legend(fontsize="small", loc="best")
         axes.xaxis.get_major_locator().set_params(integer=True)
+    return _save(figure, path)
+
+
+def _interval_bars(
+    axes: Any,
+    labels: Sequence[str],
+    centres: Sequence[float],
+    lows: Sequence[float],
+    highs: Sequence[float],
+    colors: Sequence[str],
+) -> None:
+    """Horizontal points with their interval as error bars, one row per label, top to bottom."""
+    rows = list(range(len(labels)))[::-1]
+    for row, centre, low, high, color in zip(rows, centres, lows, highs, colors, strict=True):
+        axes.errorbar(centre, row, xerr=[[centre - low], [high - centre]], fmt="o", color=color, capsize=4)
+    axes.set_yticks(rows, labels)
+    axes.set_ylim(-0.7, len(labels) - 0.3)
+
+
+def plot_reward_by_model(rewards: Mapping[str, Mapping[str, float]], path: Path, *, title: str) -> Path:
+    """Each model's mean reward with its 95% bootstrap CI (the `reward` of a run's metrics: mean, ci_low, ci_high)."""
+    figure = Figure(figsize=(7.0, 1.2 + 0.45 * max(1, len(rewards))))
+    axes = figure.subplots()
+    if rewards:
+        models = sorted(rewards)
+        _interval_bars(
+            axes,
+            models,
+            [float(rewards[model]["mean"]) for model in models],
+            [float(rewards[model]["ci_low"]) for model in models],
+            [float(rewards[model]["ci_high"]) for model in models],
+            ["tab:blue"] * len(models),
+        )
+    else:
+        _no_data(axes)
+    axes.set_xlim(-0.02, 1.02)
+    axes.set_xlabel("mean reward (95% bootstrap CI)")
+    axes.set_title(title)
+    axes.grid(True, axis="x", alpha=0.3)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def plot_period_deltas(deltas: Sequence[Mapping[str, Any]], path: Path, *, title: str) -> Path:
+    """Each model's reward change against the previous period (delta, ci_low, ci_high over the paired items); a
+    regression (`regressed`) is drawn red, a change whose CI excludes 0 orange, the rest grey."""
+    figure = Figure(figsize=(7.0, 1.2 + 0.45 * max(1, len(deltas))))
+    axes = figure.subplots()
+    if deltas:
+        colors = [
+            "tab:red" if row["regressed"] else "tab:orange" if row["ci_low"] > 0 or row["ci_high"] < 0 else "grey"
+            for row in deltas
+        ]
+        _interval_bars(
+            axes,
+            [str(row["model"]) for row in deltas],
+            [float(row["delta"]) for row in deltas],
+            [float(row["ci_low"]) for row in deltas],
+            [float(row["ci_high"]) for row in deltas],
+            colors,
+        )
+    else:
+        _no_data(axes)
+    axes.axvline(0.0, color="black", linewidth=1.0)
+    axes.set_xlabel("Δ mean reward vs previous period (95% paired bootstrap CI)")
+    axes.set_title(title)
+    axes.grid(True, axis="x", alpha=0.3)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def plot_category_counts(
+    counts_by_model: Mapping[str, Mapping[str, int]],
+    categories: Sequence[str],
+    path: Path,
+    *,
+    title: str,
+    colors: Mapping[str, str] | None = None,
+) -> Path:
+    """Stacked horizontal bars: how many of each model's samples fell in each category (error triage), the legend
+    below the axes so it never hides a bar."""
+    figure = Figure(figsize=(7.0, 1.9 + 0.45 * max(1, len(counts_by_model))))
+    axes = figure.subplots()
+    models = sorted(counts_by_model)
+    rows = list(range(len(models)))[::-1]
+    lefts = [0.0] * len(models)
+    for category in categories:
+        widths = [float(counts_by_model[model].get(category, 0)) for model in models]
+        axes.barh(rows, widths, left=lefts, label=category, color=(colors or {}).get(category))
+        lefts = [left + width for left, width in zip(lefts, widths, strict=True)]
+    if models:
+        axes.set_yticks(rows, models)
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize="small", ncols=len(categories))
+    else:
+        _no_data(axes)
+    axes.set_xlabel("samples")
+    axes.set_title(title)
+    figure.tight_layout()
     return _save(figure, path)

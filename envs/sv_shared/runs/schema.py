@@ -19,6 +19,11 @@ refused otherwise. A file from a newer version is refused with a message to upgr
 Writing keeps the files as they were before the schema was declared: fields in the order the runner always wrote them,
 numbers as written (an int stays an int), and fields that only some runs have (dialogue counterparts, tool-episode
 turns, the fields a run gains when a session finishes) left out rather than written as null.
+
+An optional field added later keeps the version when its absence means exactly what files without it always meant:
+Session.dirty_paths (the uncommitted files behind a "-dirty" code version) is left out when the checkout was clean or
+the file predates it, so every version-1 file still reads. A secverify older than such a field refuses a file that
+has it, naming the field (records are closed).
 """
 
 from __future__ import annotations
@@ -212,10 +217,13 @@ class DatasetRef(RecordModel):
 class Session(RecordModel):
     """One invocation of the runner on a run folder (a run resumed after a crash has several)."""
 
-    _optional: ClassVar[frozenset[str]] = frozenset({"finished_at", "wall_s", "client", "new_samples"})
+    _optional: ClassVar[frozenset[str]] = frozenset({"dirty_paths", "finished_at", "wall_s", "client", "new_samples"})
 
     started_at: str
     code_version: str
+    dirty_paths: list[str] | None = None
+    """The tracked files with uncommitted changes when code_version ends in "-dirty" (None: a clean checkout, or a
+    session recorded before dirty paths were)."""
     finished_at: str | None = None
     wall_s: Number | None = None
     client: dict[str, Any] | None = None
