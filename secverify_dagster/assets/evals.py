@@ -58,7 +58,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
         kinds={"python"},
         output_required=False,
         description=f"{env.name}: scored samples of one model (a partition) on the curated split: "
-        f"outputs/evals/{env.name}--<model>/<run_id>/.",
+        f"`outputs/evals/{env.name}--<model>/<run_id>/`.",
     )
     def eval_results(
         context: dg.AssetExecutionContext,

@@ -39,7 +39,7 @@ def build_report_asset(env: Environment) -> dg.AssetsDefinition:
         kinds={"markdown", "html"},
         description=f"{env.name}: a cadence's report (latest, weekly, biweekly, monthly): metrics, changes since the "
         "previous period, paired deltas, error triage, tokens/cost/GPU-hours, synthetic volumes, failed runs, "
-        "provenance; markdown and self-contained HTML under outputs/reports/<env>/<cadence>/<period>/.",
+        "provenance; markdown and self-contained HTML under `outputs/reports/<env>/<cadence>/<period>/`.",
     )
     def report(
         context: dg.AssetExecutionContext,
