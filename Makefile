@@ -79,6 +79,7 @@ bench: setup
 	$(BIN)/python bench/bench_e5.py
 	$(BIN)/python bench/bench_reward_hacking.py
 	$(BIN)/python bench/bench_training.py
+	$(BIN)/python bench/bench_orchestration.py
 
 # SFT then GRPO on E1 and E4 with SmolLM2 on the CPU, base → SFT → RLFT on held-out items (≈ 30-40 min).
 bench-learning: setup

@@ -342,7 +342,8 @@ def test_red_team_assets_jobs_and_tournament_schedule() -> None:
     assert {"judges/validation", "redteam/tournament", "e5/report", "e6/report"} <= keys
     # It plays its own E5 dialogues: it reads E5's curated split and the judges' measured error, no eval asset.
     assert GRAPH.get(TOURNAMENT).parent_keys == {JUDGE_VALIDATION, curated_key("e5")}
-    assert defs.resolve_job_def("tournament_job") is not None
+    # Its entrants include the local model: its runs queue with the local model's eval runs (dagster.yaml).
+    assert defs.resolve_job_def("tournament_job").tags[PROVIDER_TAG] == "local_transformers"
     with dg.instance_for_test() as instance:
         even = datetime(2026, 11, 25, 2, tzinfo=UTC)  # the Wednesday of a bi-weekly week
         request = biweekly_tournament(dg.build_schedule_context(instance=instance, scheduled_execution_time=even))

@@ -22,12 +22,13 @@ from dagster._daemon.daemon import get_default_daemon_logger
 from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
 from dagster._scheduler.scheduler import launch_scheduled_runs
 
-from secverify_dagster.assets.keys import TOURNAMENT
-from secverify_dagster.concurrency import LOCAL_MODEL_POOL, PROVIDER_TAG, SERVED_MODEL_TAG
-from secverify_dagster.definitions import defs
+from secverify_dagster.assets.keys import TOURNAMENT, checkpoint_key
+from secverify_dagster.concurrency import GPU_POOL, LOCAL_MODEL_POOL, PROVIDER_TAG, SERVED_MODEL_TAG
+from secverify_dagster.definitions import RECIPES, defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.models import PROVIDERS
 from sv_shared.config import project_root
+from sv_shared.training.recipes import SftRecipe
 
 PROJECT_CONFIG = project_root() / "dagster.yaml"
 MODELS = ["smollm2-135m-instruct", "gpt-5", "gpt-5-mini", "heuristic"]
@@ -122,10 +123,19 @@ def test_every_api_provider_and_served_model_has_its_own_run_limit() -> None:
     assert served["value"] == {"applyLimitPerUniqueValue": True}
 
 
-def test_the_local_model_pool_admits_one_step_at_a_time(tmp_path: Path) -> None:
-    """The tournament loads the local model in its step: its pool holds one slot on the project's instance, so a
-    second step in that pool (another run, or `secverify train` in-process) waits for the first to free it."""
+def test_steps_that_hold_a_model_are_in_its_pool() -> None:
     assert defs.resolve_assets_def(TOURNAMENT).op.pool == LOCAL_MODEL_POOL
+    checks = {key: checks_def for checks_def in defs.asset_checks or [] for key in checks_def.check_keys}
+    for recipe in RECIPES:
+        key = checkpoint_key("sft" if isinstance(recipe, SftRecipe) else "rlft", recipe.name)
+        pool = GPU_POOL if recipe.profile == "gpu" else LOCAL_MODEL_POOL
+        assert defs.resolve_assets_def(key).op.pool == pool
+        assert checks[dg.AssetCheckKey(key, "safety_scan")].node_def.pool == pool
+
+
+def test_the_local_model_pool_admits_one_step_at_a_time() -> None:
+    """Its pool holds one slot on the project's instance: a second step in it (in another run, or in-process in
+    `secverify train`) waits until the first frees its slot."""
     config = yaml.safe_load(PROJECT_CONFIG.read_text(encoding="utf-8"))
     with dg.instance_for_test(overrides=config) as instance:
         storage = instance.event_log_storage

@@ -17,6 +17,7 @@ from secverify_dagster.assets.keys import (
     sft_dataset_key,
     synthetic_key,
 )
+from secverify_dagster.concurrency import training_pool
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
 from secverify_dagster.training import (
@@ -146,6 +147,8 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
         kinds={"pytorch"},
         tags={"secverify/stage": recipe.stage},
         op_tags=gpu_op_tags(recipe),
+        # Training holds the model in this step's process: one at a time on the CPU or the GPU (dagster.yaml pools).
+        pool=training_pool(recipe.profile),
         description=f"{recipe.stage} checkpoint of configs/{kind}/{recipe.name}.yaml on {', '.join(recipe.envs)}: "
         "outputs/checkpoints/<parent>/<stage>/<run>/, registered as a model and evaluated on every environment.",
     )
@@ -184,6 +187,7 @@ def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefiniti
         asset=checkpoint_key(kind, recipe.name),
         name="safety_scan",
         blocking=True,
+        pool=training_pool(recipe.profile),
         additional_deps=[curated_key(load_promotion_config().safety_scan.env)],
         description="The checkpoint's replies on held-out conversations, judged (configs/promotion.yaml): no more "
         "unsafe replies than allowed, and none more than its parent. Blocking: a checkpoint that fails is not trained "

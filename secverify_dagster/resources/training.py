@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Literal
 
 import dagster as dg
-from dagster_wandb import wandb_resource
 
 from sv_shared.config import outputs_dir
 
@@ -42,6 +41,8 @@ class TrackingResource(dg.ConfigurableResource):
         key = os.environ.get(self.api_key_env) if self.mode == "online" else OFFLINE_KEY
         if not key:
             raise dg.Failure(f"W&B is online but {self.api_key_env} is not set; set it, or use mode offline")
+        from dagster_wandb import wandb_resource  # imported here: it takes seconds, and only training runs need it
+
         wandb_resource(dg.build_init_resource_context(config={"api_key": key, "host": self.host}))
 
 
