@@ -10,19 +10,18 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import websocket
+from process_session import stop_session
 
 from sv_shared.data.files import write_bytes_atomic
 
@@ -252,7 +251,7 @@ def chromium_page(artifacts: Path, *, start_timeout_s: float = 30.0) -> Iterator
     finally:
         if page is not None:
             page.close()
-        _stop(browser)
+        stop_session(browser, wait_s=10)
         shutil.rmtree(profile, ignore_errors=True)
 
 
@@ -267,15 +266,3 @@ def _devtools_port(browser: subprocess.Popen[bytes], profile: Path, log: Path, t
             return int(lines[0])
         time.sleep(0.1)
     raise BrowserError(f"chromium did not open its DevTools port within {timeout_s:.0f} s")
-
-
-def _stop(browser: subprocess.Popen[bytes]) -> None:
-    """End the browser, then any of its helper processes (renderer, zygote) still running in its session."""
-    browser.terminate()
-    try:
-        browser.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        browser.kill()
-        browser.wait()
-    with suppress(ProcessLookupError):
-        os.killpg(browser.pid, signal.SIGKILL)

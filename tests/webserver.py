@@ -6,17 +6,16 @@ does not wait: the test can prepare its data while the webserver loads the code 
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from process_session import stop_session
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 START_ATTEMPTS = 3
@@ -85,14 +84,7 @@ class Webserver:
         process = self._process
         if process is None:
             return
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        stop_session(process, wait_s=20)
 
 
 @contextmanager
