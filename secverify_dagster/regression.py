@@ -38,7 +38,7 @@ from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.config import EnvConfig
 from sv_shared.registry import ENV_NAMES, EnvironmentNotAvailable, implemented_env_ids
 from sv_shared.runs.folder import RunFolder
-from sv_shared.runs.records import FinishedRun, latest_complete_runs
+from sv_shared.runs.records import FinishedRun, complete_runs, latest_complete_runs
 from sv_shared.runs.schema import RunMetadata
 
 MAX_RELATIVE_DROP = 0.03
@@ -201,17 +201,11 @@ def _started(run: FinishedRun) -> tuple[datetime, str]:
 
 def _earlier_runs(evals_root: Path, run: FinishedRun) -> list[FinishedRun]:
     """Complete runs of run's model on its environment that started before it (latest session), newest first."""
-    earlier = []
-    for metadata_path in (evals_root / f"{run.metadata.env_name}--{run.model_id}").glob("*/metadata.json"):
-        folder = RunFolder(metadata_path.parent)
-        if folder.path.resolve() == run.run_dir.resolve():
-            continue
-        metadata = folder.read_metadata()
-        if metadata.status != "complete" or not folder.results_path.exists() or metadata.model.id != run.model_id:
-            continue
-        candidate = FinishedRun(folder.path, metadata)
-        if _started(candidate) < _started(run):
-            earlier.append(candidate)
+    earlier = [
+        candidate
+        for candidate in complete_runs(evals_root, run.metadata.env_name, run.model_id)
+        if candidate.run_dir.resolve() != run.run_dir.resolve() and _started(candidate) < _started(run)
+    ]
     return sorted(earlier, key=_started, reverse=True)
 
 

@@ -21,8 +21,7 @@ from typing import Any
 
 from secverify_dagster.report_scope import ReportScope, parse_utc
 from sv_shared.contracts import Environment
-from sv_shared.runs.folder import RunFolder
-from sv_shared.runs.records import FinishedRun
+from sv_shared.runs.records import FinishedRun, complete_runs
 from sv_shared.runs.schema import ResultRecord, RunMetadata, RunSummary
 
 
@@ -118,17 +117,6 @@ class Candidate:
 
 def _session_starts(metadata: RunMetadata) -> list[datetime]:
     return [parse_utc(session.started_at) for session in metadata.sessions]
-
-
-def complete_runs(evals_root: Path, env_name: str) -> list[FinishedRun]:
-    """Every complete run of every model on an environment (folder order)."""
-    runs = []
-    for metadata_path in sorted(evals_root.glob(f"{env_name}--*/*/metadata.json")):
-        folder = RunFolder(metadata_path.parent)
-        metadata = folder.read_metadata()
-        if metadata.status == "complete" and folder.results_path.exists():
-            runs.append(FinishedRun(folder.path, metadata))
-    return runs
 
 
 def _candidates(runs: Iterable[FinishedRun], scope: ReportScope, *, previous: bool = False) -> list[Candidate]:

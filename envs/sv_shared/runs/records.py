@@ -38,18 +38,26 @@ class FinishedRun:
         yield from RunFolder(self.run_dir).read_results()
 
 
-def latest_complete_runs(evals_root: Path, env_name: str) -> list[FinishedRun]:
-    """The most recently started complete run of each model on an environment, in model order.
+def complete_runs(evals_root: Path, env_name: str, model_id: str | None = None) -> list[FinishedRun]:
+    """Every complete run on an environment (of one model, when model_id is given), in folder order.
 
     A run folder whose metadata cannot be read (malformed, or of an unsupported schema version) is refused with a
     message naming it, rather than silently left out of what it would have been compared with."""
-    latest: dict[str, FinishedRun] = {}
-    for metadata_path in sorted(evals_root.glob(f"{env_name}--*/*/metadata.json")):
+    runs = []
+    for metadata_path in sorted(evals_root.glob(f"{env_name}--{model_id or '*'}/*/metadata.json")):
         folder = RunFolder(metadata_path.parent)
         metadata = folder.read_metadata()
         if metadata.status != "complete" or not folder.results_path.exists():
             continue
-        model_id = metadata.model.id
-        if model_id not in latest or metadata.started_at > latest[model_id].metadata.started_at:
-            latest[model_id] = FinishedRun(folder.path, metadata)
+        if model_id is None or metadata.model.id == model_id:
+            runs.append(FinishedRun(folder.path, metadata))
+    return runs
+
+
+def latest_complete_runs(evals_root: Path, env_name: str) -> list[FinishedRun]:
+    """The most recently started complete run of each model on an environment, in model order."""
+    latest: dict[str, FinishedRun] = {}
+    for run in complete_runs(evals_root, env_name):
+        if run.model_id not in latest or run.metadata.started_at > latest[run.model_id].metadata.started_at:
+            latest[run.model_id] = run
     return [latest[model] for model in sorted(latest)]
