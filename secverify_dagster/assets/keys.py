@@ -33,6 +33,20 @@ def checkpoint_key(kind: str, recipe_name: str) -> dg.AssetKey:
     return dg.AssetKey(["training", kind, recipe_name])
 
 
+def synthetic_batch_key(env_id: str) -> dg.AssetKey:
+    """Candidate completions sampled from a registry model, verified, and queued for a human spot-check."""
+    return dg.AssetKey([env_id, "synthetic_batch"])
+
+
+def ablations_key(env_id: str) -> dg.AssetKey:
+    """The environment's ablations: stored completions re-scored under each named reward config, and their table."""
+    return dg.AssetKey([env_id, "ablations"])
+
+
+BENCHMARK_SHEET = dg.AssetKey(["benchmark_sheet"])
+"""Every model × environment's headline metrics with CIs, from the latest full (bi-weekly) runs."""
+
+
 def eval_key(env_id: str) -> dg.AssetKey:
     return dg.AssetKey([env_id, "eval_results"])
 

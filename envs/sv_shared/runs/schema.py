@@ -238,6 +238,25 @@ class Session(RecordModel):
 RunStatus = Literal["running", "complete", "incomplete"]
 
 
+class ExperimentRef(RecordModel):
+    """An experiment record a run or checkpoint was made from: where it is and the sha256 of its bytes."""
+
+    name: str
+    path: str
+    """Relative to the project root (configs/experiments/<env>/<date>.yaml)."""
+    sha256: str
+
+
+class RescoredFrom(RecordModel):
+    """The run whose stored completions a re-scored run re-scored, and the reward config it used."""
+
+    run_id: str
+    ablation: str
+    """The ablation's name (configs/ablations/<env>.yaml)."""
+    ablation_sha256: str
+    """sha256 of the ablation's overrides as canonical JSON, so a changed ablation is told apart."""
+
+
 class RunMetadata(RecordModel):
     """metadata.json: everything that determines a run's results, and how its sessions went."""
 
@@ -251,6 +270,8 @@ class RunMetadata(RecordModel):
             "cost_usd",
             "n_scored",
             "n_provider_errors_this_session",
+            "experiment",
+            "rescored_from",
         }
     )
 
@@ -281,6 +302,11 @@ class RunMetadata(RecordModel):
     status: RunStatus
     judge_validation: dict[str, Any] | None = None
     """Dialogues: the judge's measured accuracy on the validation set, which corrected rates invert."""
+    experiment: ExperimentRef | None = None
+    """The experiment record (configs/experiments/<env>/<date>.yaml) the run was made from, if any."""
+    rescored_from: RescoredFrom | None = None
+    """A run whose samples are another run's stored completions re-scored under a changed reward config (an
+    ablation): which run, and which config. No model was called for it."""
     # The fields below are written when a session finishes: a run that crashed mid-session has none of them yet.
     timings: dict[str, Number] | None = None
     usage: Usage | None = None
