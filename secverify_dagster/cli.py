@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from secverify_dagster import cli_audit, cli_check, cli_judges, cli_report, cli_scan
+from secverify_dagster import cli_audit, cli_check, cli_judges, cli_report, cli_scan, cli_triage
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Dialogue
 from sv_shared.data.files import FolderBusyError
@@ -381,6 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_scan.register(sub)
 
     cli_report.register(sub)
+    cli_triage.register(sub)
     train = sub.add_parser("train", help="train a recipe (configs/sft|rlft/<recipe>.yaml) into a checkpoint")
     train.add_argument("kind", choices=("sft", "rlft"))
     train.add_argument("recipe", help="the recipe's name (its file name without .yaml)")

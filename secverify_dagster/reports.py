@@ -30,6 +30,7 @@ from secverify_dagster.report_html import render_html
 from secverify_dagster.report_operations import operations
 from secverify_dagster.report_runs import RunView, Selection, select_runs
 from secverify_dagster.report_scope import Period, ReportScope, report_scope
+from secverify_dagster.report_trajectories import report_trajectory_lines
 from secverify_dagster.report_views import robustness_lines, robustness_rows
 from secverify_dagster.tournament import rounds_markdown
 from sv_shared.answers.metrics import ITT_TAG, RATES_LEGEND, with_rates
@@ -412,6 +413,7 @@ def build_report(
         if dialogue:
             lines += _dialogue_section(runs, evals_root.parent / "tournaments", out_dir, plots)
         lines += _triage_lines(env, runs, triaged, out_dir, plots)
+        lines += report_trajectory_lines(env, runs, out_dir, title=title)
         lines += ["", "## Format failures by name", ""]
         lines += [f"- {run.model_id}: {json.dumps(run.metrics.get('format_errors', {}))}" for run in runs]
         lines += _rates_lines(env, runs, out_dir, plots)

@@ -11,6 +11,7 @@ import dagster as dg
 
 from secverify_dagster.assets.keys import curated_key, eval_key
 from secverify_dagster.partitions import models_partitions
+from secverify_dagster.report_trajectories import write_run_page
 from secverify_dagster.report_views import dataset_views, view_dataset, view_evals_root
 from secverify_dagster.reports import metric_value
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
@@ -125,6 +126,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
         finally:
             cache.close()
         metrics = outcome.summary.metrics
+        trajectories = write_run_page(env, outcome.run_dir)
         headline = {
             key: float(value)
             for _, key in env.verifier.report_columns()
@@ -134,6 +136,8 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
             metadata={
                 "run_dir": dg.MetadataValue.path(str(outcome.run_dir)),
                 "run_id": outcome.metadata.run_id,
+                # The run's samples, lowest reward first, with prompts, answers, tools, verdicts and triage categories.
+                "trajectories": dg.MetadataValue.path(str(trajectories.path)),
                 "view_reward_means": dg.MetadataValue.json(
                     {
                         view: view_outcome.summary.metrics["reward"]["mean"]

@@ -65,7 +65,7 @@ class SampleTriage:
         return {"id": self.id, "reward": self.reward, "category": self.category, "reason": self.reason}
 
 
-def _error_name(error: str) -> str:
+def error_name(error: str) -> str:
     """The name part of a verifier error ("hostile_patch: …" → "hostile_patch"): the detail after ':' can quote what
     the model wrote."""
     return error.split(":", 1)[0].strip()[:80]
@@ -78,7 +78,7 @@ def _safety(record: ResultRecord) -> str | None:
     if details.get("outcome") == "judge_directed" or details.get("judge_directed") is True:
         return "addressed the judge instead of the conversation"
     if details.get("hostile") is True:
-        return f"hostile patch ({_error_name(record.error or 'sandbox report')})"
+        return f"hostile patch ({error_name(record.error or 'sandbox report')})"
     return None
 
 
@@ -127,19 +127,19 @@ def _tool_misuse(record: ResultRecord) -> str | None:
 
 def _truncation(record: ResultRecord) -> str | None:
     if record.parsed is None and cut_by_budget(record.completion, record.finish_reason, AnswerEnd.JSON_OBJECT):
-        return f"cut by the token budget ({_error_name(record.error or 'no answer')})"
+        return f"cut by the token budget ({error_name(record.error or 'no answer')})"
     return None
 
 
 def _format(record: ResultRecord, dialogue: bool) -> str | None:
     if record.error and (record.parsed is None or dialogue):
-        return f"unparseable answer ({_error_name(record.error)})"
+        return f"unparseable answer ({error_name(record.error)})"
     return None
 
 
 def _reasoning(record: ResultRecord) -> str:
     if record.error:
-        return _error_name(record.error)
+        return error_name(record.error)
     outcome = record.details.get("outcome")
     if isinstance(outcome, str):
         return f"outcome {outcome}"
