@@ -27,12 +27,13 @@ import polars as pl
 from secverify_dagster.assets.keys import TOURNAMENT, TOURNAMENT_ENV, checkpoint_key, eval_key, report_key
 from secverify_dagster.audit_datasets import DatasetAuditor
 from secverify_dagster.audit_events import DagsterRecords
+from secverify_dagster.audit_experiment import experiment_link
 from secverify_dagster.audit_links import Audit, Link, SubjectKind, mismatched, missing, present
 from secverify_dagster.resources.models import ModelSpec, load_registry
 from secverify_dagster.runner import select_items
 from sv_shared.config import ConfigError, project_root
 from sv_shared.contracts import Environment, Verifier
-from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.data.hashing import frame_hash, sha256_hex, stable_json
 from sv_shared.registry import EnvironmentNotAvailable, get_environment
 from sv_shared.runs.folder import RunFolder
 from sv_shared.runs.schema import RunMetadata, RunRecordError, Session
@@ -49,6 +50,7 @@ from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe, recipe
 _CHECKPOINT_ID = re.compile(r"\.(" + "|".join(re.escape(stage) for stage in STAGES) + r")\.")
 _SFT_DATA = re.compile(r"^(e\d)/sft_dataset$")
 _CURATED_DATA = re.compile(r"^(e\d)/curated/(train|dev|test)$")
+_BATCH_DATA = re.compile(r"^(e\d)/batches/([a-z0-9][a-z0-9._-]*)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _VERIFIER_PATHS = ("envs/",)
 """Where the verifiers' code lives: a dirty checkout with changes only outside these still pins the verifier."""
@@ -89,11 +91,12 @@ class Auditor:
 
     def eval_runs(self) -> list[Path]:
         """Every eval run folder: the feature-ablated view runs under evals/views/<view>/<env>--<model>/<run id>/
-        (whose numbers E1's reports publish too), then the runs on whole splits, evals/<env>--<model>/<run id>/
-        (last, so listings that show the newest few show those)."""
+        (whose numbers E1's reports publish too), the re-scored runs under evals/ablations/<ablation>/…, then the
+        runs on whole splits, evals/<env>--<model>/<run id>/ (last, so listings that show the newest few show those)."""
         evals = self.outputs / "evals"
         views = sorted(path.parent for path in evals.glob("views/*/*/*/metadata.json"))
-        return views + sorted(path.parent for path in evals.glob("*/*/metadata.json"))
+        rescored = sorted(path.parent for path in evals.glob("ablations/*/*/*/metadata.json"))
+        return views + rescored + sorted(path.parent for path in evals.glob("*/*/metadata.json"))
 
     def reports(self) -> list[Path]:
         return sorted((self.outputs / "reports").rglob("report.json"))
@@ -216,11 +219,31 @@ class Auditor:
             *self._verifier(env, metadata),
             self._code([session.code_version for session in metadata.sessions], _dirty_paths(metadata.sessions)),
             *self._dialogue(metadata),
+            *self._experiment_links(metadata),
             self._run_dagster(run_dir, metadata),
         ]
         if metadata.status != "complete":
             return missing("eval run", name, f"the run is {metadata.status}", facts=facts, links=tuple(links))
         return present("eval run", name, facts=facts, links=tuple(links))
+
+    def _experiment_links(self, metadata: RunMetadata) -> list[Link]:
+        """The experiment the run was made from, and for a re-scored run the run whose completions it re-scored
+        (whose own chain, experiment included, follows)."""
+        links = [experiment_link(metadata.experiment)] if metadata.experiment is not None else []
+        if metadata.rescored_from is not None:
+            links.append(self._rescored_parent(metadata))
+        return links
+
+    def _rescored_parent(self, metadata: RunMetadata) -> Link:
+        source = metadata.rescored_from
+        folder = f"{metadata.env_name}--{metadata.model.id}"
+        found = [path for path in self.eval_runs() if path.name == source.run_id and path.parent.name == folder]
+        if not found:
+            why = f"no run {folder}/{source.run_id} under {self.outputs / 'evals'}"
+            return missing("re-scored from", source.run_id, why, facts={"ablation": source.ablation})
+        parent = self.run_chain(found[0])
+        facts = {**parent.facts, "ablation": source.ablation, "ablation_sha256": source.ablation_sha256}
+        return Link("re-scored from", parent.name, parent.status, parent.why, facts, parent.links)
 
     def _metrics(self, env: Environment, folder: RunFolder, metadata: RunMetadata, frame: pl.DataFrame | None) -> Link:
         """summary.json's numbers, recomputed from results.jsonl and the items with the environment's verifier."""
@@ -441,6 +464,7 @@ class Auditor:
             *self._training_data(manifest),
             self._parent(manifest),
             self._code([manifest.code_version], manifest.dirty_paths),
+            *([experiment_link(manifest.experiment)] if manifest.experiment is not None else []),
             *self._reward_verifier(manifest),
             self.events.materialization(
                 manifest.model_id,
@@ -489,6 +513,8 @@ class Auditor:
         for name, value in manifest.data.items():
             if match := _SFT_DATA.match(name):
                 links.append(self.datasets.sft_dataset(match[1], value))
+            elif match := _BATCH_DATA.match(name):
+                links.append(self._batch_items(match[1], match[2], value))
             elif match := _CURATED_DATA.match(name):
                 env_id, split = match[1], match[2]
                 path = self.datasets.env_datasets(env_id) / "curated" / f"{split}.parquet"
@@ -499,6 +525,17 @@ class Auditor:
             else:
                 links.append(present("training setting", name, facts={"value": value}))
         return links
+
+    def _batch_items(self, env_id: str, batch_id: str, recorded: str) -> Link:
+        """A synthetic batch's items an experiment's data slices trained on, re-hashed."""
+        path = self.datasets.env_datasets(env_id) / "batches" / batch_id / "items.parquet"
+        facts = {"path": str(path), "hash": recorded}
+        if not path.is_file():
+            return missing("synthetic batch", f"{env_id}/{batch_id}", f"no {path}", facts=facts)
+        current = frame_hash(get_environment(env_id).data.validate(pl.read_parquet(path)))
+        if current != recorded:
+            return mismatched("synthetic batch", f"{env_id}/{batch_id}", f"its items now hash to {current[:12]}…")
+        return present("synthetic batch", f"{env_id}/{batch_id}", note="re-hashed: as recorded", facts=facts)
 
     def _parent(self, manifest: CheckpointManifest) -> Link:
         if manifest.parent_model != manifest.base_model:

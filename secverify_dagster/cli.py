@@ -13,7 +13,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from secverify_dagster import cli_audit, cli_check, cli_judges, cli_report, cli_scan, cli_triage
+from secverify_dagster import (
+    cli_audit,
+    cli_check,
+    cli_experiment,
+    cli_iterate,
+    cli_judges,
+    cli_publish,
+    cli_report,
+    cli_review,
+    cli_scan,
+    cli_synth,
+    cli_triage,
+)
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Dialogue
 from sv_shared.data.files import FolderBusyError
@@ -70,7 +82,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from secverify_dagster.runner import MAX_ITEM_ATTEMPTS, EvalRunner, embedded_dataset, file_dataset
     from sv_shared.execution.cache import JsonCache
 
-    env = get_environment(args.env)
+    experiment = cli_experiment.eval_experiment(args)
+    env = experiment.env if experiment else get_environment(args.env)
     registry = load_registry()
     models = _split_models(args.model + args.models) or _default_models(env, registry)
     unknown = [m for m in models if m not in registry]
@@ -117,6 +130,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 include_tools=args.include_tools,
                 lock_wait_s=args.wait,
                 on_lock_wait=lambda holder: _print(f"  waiting (up to {args.wait:g} s) for {holder}, running this run"),
+                experiment=experiment.ref if experiment else None,
             )
             if outcome.status == "skipped":
                 _print(f"  skipped: {outcome.reason}")
@@ -265,6 +279,10 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from secverify_dagster.pipeline import run_training
 
+    if args.experiment:
+        return cli_experiment.cmd_train_experiment(args)
+    if not (args.kind and args.recipe):
+        raise ValueError("give <kind> <recipe> (or --experiment PATH)")
     return run_training(args.kind, args.recipe)
 
 
@@ -327,14 +345,17 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--model", action="append", default=[], help="registry model id (repeatable)")
     evaluate.add_argument("--models", action="append", default=[], help='space/comma-separated ids, e.g. "a b"')
     evaluate.add_argument("-n", "--n", type=int, default=None, help="items (default: the env's eval.default_n)")
-    evaluate.add_argument("--seed", type=int, default=42)
+    evaluate.add_argument("--seed", type=int, default=None, help="default 42")
     evaluate.add_argument(
         "--dataset",
         default="embedded",
         help='"embedded" (default: the shipped corpus, curated), a parquet/CSV/JSONL items file, or for e4 raw '
         "mail: a directory of .eml files, a maildir or an mbox file with its label file (see the README)",
     )
-    evaluate.add_argument("--split", default="test", help="split of the embedded corpus to draw from")
+    evaluate.add_argument("--split", default=None, help="split of the embedded corpus to draw from (default test)")
+    evaluate.add_argument(
+        "--experiment", help="configs/experiments/<env>/<date>.yaml: N, seed, split and reward config from it"
+    )
     evaluate.add_argument(
         "--view", help="a feature-ablated view of the dataset (E1: no-bytes, no-packets, no-state, no-service)"
     )
@@ -382,9 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_report.register(sub)
     cli_triage.register(sub)
+    cli_publish.register(sub)
     train = sub.add_parser("train", help="train a recipe (configs/sft|rlft/<recipe>.yaml) into a checkpoint")
-    train.add_argument("kind", choices=("sft", "rlft"))
-    train.add_argument("recipe", help="the recipe's name (its file name without .yaml)")
+    train.add_argument("kind", nargs="?", choices=("sft", "rlft"))
+    train.add_argument("recipe", nargs="?", help="the recipe's name (its file name without .yaml)")
+    train.add_argument("--experiment", help="train configs/experiments/<env>/<date>.yaml's recipe (in this process)")
     train.set_defaults(func=cmd_train)
 
     checkpoints = sub.add_parser("checkpoints", help="trained checkpoints, their parents and promotion status")
@@ -409,6 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_check.register(sub)
     cli_judges.register(sub)
     cli_audit.register(sub)
+    cli_review.register(sub)
+    cli_synth.register(sub)
+    cli_iterate.register(sub)
     return parser
 
 

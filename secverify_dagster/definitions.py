@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import dagster as dg
 
+from secverify_dagster.assets.benchmark_sheet import (
+    benchmark_sheet_job,
+    biweekly_benchmark_sheet,
+    build_benchmark_sheet_asset,
+)
 from secverify_dagster.assets.checks import build_dataset_checks
 from secverify_dagster.assets.corpora import build_corpus_assets
 from secverify_dagster.assets.evals import build_eval_asset
@@ -12,6 +17,8 @@ from secverify_dagster.assets.keys import report_key
 from secverify_dagster.assets.redteam import judge_validation, tournament
 from secverify_dagster.assets.regression_checks import build_regression_check
 from secverify_dagster.assets.reports import build_report_asset
+from secverify_dagster.assets.review_checks import build_review_check
+from secverify_dagster.assets.synthetic_batches import build_synthetic_batch_assets
 from secverify_dagster.assets.training import approve_checkpoint_job, training_definitions
 from secverify_dagster.jobs import data_job, eval_job, report_job, tournament_job
 from secverify_dagster.report_schedules import REPORT_SCHEDULES
@@ -21,6 +28,8 @@ from secverify_dagster.resources.vllm import VllmResource
 from secverify_dagster.schedules import biweekly_full_eval, biweekly_tournament, nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from secverify_dagster.sensors.run_failures import run_failure_recorder
+from secverify_dagster.training import load_sft_dataset_settings
+from sv_shared.contracts import CompletionVerifier
 from sv_shared.registry import get_environment, implemented_env_ids
 from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe, rlft_recipe_names, sft_recipe_names
 
@@ -40,9 +49,11 @@ all_reports_job = dg.define_asset_job(
 ASSETS = [
     *(asset for env in ENVIRONMENTS for asset in build_corpus_assets(env)),
     *(build_eval_asset(env) for env in ENVIRONMENTS),
+    *build_synthetic_batch_assets(ENVIRONMENTS),
     judge_validation,
     tournament,
     *(build_report_asset(env) for env in ENVIRONMENTS),
+    build_benchmark_sheet_asset(ENVIRONMENTS),
     *TRAINING_ASSETS,
     build_governance_asset(ENVIRONMENTS, RECIPES),
 ]
@@ -54,6 +65,11 @@ defs = dg.Definitions(
         *(check for env in ENVIRONMENTS for check in build_dataset_checks(env)),
         *(build_regression_check(env) for env in ENVIRONMENTS),
         *TRAINING_CHECKS,
+        *(
+            build_review_check(env.env_id, load_sft_dataset_settings().review)
+            for env in ENVIRONMENTS
+            if isinstance(env.verifier, CompletionVerifier)
+        ),
     ],
     jobs=[
         *(data_job(env.env_id, _default_sources(env)) for env in ENVIRONMENTS),
@@ -62,8 +78,16 @@ defs = dg.Definitions(
         all_reports_job,
         tournament_job,
         approve_checkpoint_job,
+        benchmark_sheet_job,
     ],
-    schedules=[weekly_sweep, biweekly_full_eval, biweekly_tournament, nightly_regression, *REPORT_SCHEDULES],
+    schedules=[
+        weekly_sweep,
+        biweekly_full_eval,
+        biweekly_tournament,
+        nightly_regression,
+        *REPORT_SCHEDULES,
+        biweekly_benchmark_sheet,
+    ],
     sensors=[new_model_sensor, run_failure_recorder],
     resources={
         "models": ModelRegistryResource(),

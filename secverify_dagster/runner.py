@@ -80,6 +80,7 @@ from sv_shared.runs.schema import (
     CompletionError,
     DatasetRef,
     ErrorRecord,
+    ExperimentRef,
     ModelIdentity,
     ResultRecord,
     RunMetadata,
@@ -421,8 +422,12 @@ class EvalRunner:
         include_tools: bool = False,
         lock_wait_s: float = LOCK_WAIT_S,
         on_lock_wait: Callable[[str], None] | None = None,
+        experiment: ExperimentRef | None = None,
     ) -> EvalOutcome:
         """Evaluate; `max_samples` stops after that many new samples (an interrupted run, for resume tests).
+
+        experiment: the experiment record the run is made from; recorded in its metadata and part of its
+        fingerprint, so an edited record makes a new run.
 
         include_tools plays tool-using episodes (`episodes.rollout`) instead of one turn. When another process is
         running the same run, this one waits up to lock_wait_s (on_lock_wait is told once who it waits for), then
@@ -444,6 +449,8 @@ class EvalRunner:
         items = select_items(self.env, dataset.frame, n, seed)
         mode = "dialogue" if self.dialogue else "tools" if include_tools else "single"
         fingerprint = self.fingerprint(dataset, items, seed, params) | {"mode": mode}
+        if experiment is not None:
+            fingerprint["experiment"] = experiment.as_dict()
         fingerprint_hash = sha256_hex(stable_json(fingerprint))
         run_id = run_id or f"seed{seed}-n{len(items)}-{fingerprint_hash[:10]}"
         folder = RunFolder(run_dir_for(self.env, self.spec.id, run_id, self.evals_root))
@@ -462,6 +469,7 @@ class EvalRunner:
                 progress=progress,
                 max_samples=max_samples,
                 include_tools=include_tools,
+                experiment=experiment,
             )
 
     def _run_locked(
@@ -479,8 +487,9 @@ class EvalRunner:
         progress: ProgressCallback | None,
         max_samples: int | None,
         include_tools: bool,
+        experiment: ExperimentRef | None,
     ) -> EvalOutcome:
-        metadata = self._start_metadata(folder, run_id, dataset, fingerprint, fingerprint_hash, n, seed)
+        metadata = self._start_metadata(folder, run_id, dataset, fingerprint, fingerprint_hash, n, seed, experiment)
         id_column = self.env.data.id_column
         done = {record.id: record for record in folder.resume_results()}
         failures = _counted_failures(folder.resume_errors())
@@ -812,6 +821,7 @@ class EvalRunner:
         fingerprint_hash: str,
         n: int,
         seed: int,
+        experiment: ExperimentRef | None,
     ) -> RunMetadata:
         now = datetime.now(UTC).isoformat()
         version = code_version()
@@ -852,6 +862,7 @@ class EvalRunner:
             created_at=now,
             sessions=[session],
             status="running",
+            experiment=experiment,
         )
         folder.write_metadata(metadata)
         return metadata

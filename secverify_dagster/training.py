@@ -30,12 +30,16 @@ from secverify_dagster.resources.models.registry import local_model_source
 from secverify_dagster.runner import EvalDataset, EvalRunner, batch_policy, code_version, dirty_paths, select_items
 from secverify_dagster.tournament import TournamentConfig, run_tournament
 from sv_shared.config import ConfigModel, outputs_dir, project_root, read_config
+from sv_shared.config.experiments import DataSlices
 from sv_shared.contracts import Dialogue, Environment
 from sv_shared.data.datasets import read_dataset
 from sv_shared.data.hashing import frame_hash, sha256_hex, stable_json
+from sv_shared.data.review_batches import ITEMS_FILE, batches_root, find_batch, list_batches
+from sv_shared.data.review_decisions import ReviewSettings
 from sv_shared.execution.cache import JsonCache
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder
+from sv_shared.runs.schema import ExperimentRef
 from sv_shared.training.checkpoints import (
     CheckpointManifest,
     checkpoint_dir,
@@ -57,6 +61,7 @@ from sv_shared.training.recipes import (
 )
 from sv_shared.training.rewards import build_shaped_environments, grpo_prompt_rows, grpo_reward_functions
 from sv_shared.training.sft_data import SftDataset, SftExample, build_sft_dataset, read_sft_dataset, write_sft_dataset
+from sv_shared.training.synthetic_gate import ReviewOverride, gate_batches
 from sv_shared.training.trainers import TrainingResult, run_grpo, run_sft
 
 Log = Callable[[str], None]
@@ -134,14 +139,16 @@ def _latest_synthetic(paths: TrainingPaths, env_id: str) -> Path | None:
     return candidates[-1] if candidates else None
 
 
+def held_out_hashes(paths: TrainingPaths, env_id: str) -> set[str]:
+    """Content hashes of the dev and test items: what a checkpoint is measured on, so never trained on."""
+    return {*_curated(paths, env_id, "dev")["content_hash"], *_curated(paths, env_id, "test")["content_hash"]}
+
+
 def sft_source_items(env: Environment, paths: TrainingPaths) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Curated train items and the latest synthetic set, without any synthetic item whose content is also in the
     dev or test split (those are what a checkpoint is measured on). Returns (items, provenance)."""
     train = _curated(paths, env.env_id, "train")
-    held_out = {
-        *_curated(paths, env.env_id, "dev")["content_hash"],
-        *_curated(paths, env.env_id, "test")["content_hash"],
-    }
+    held_out = held_out_hashes(paths, env.env_id)
     provenance: dict[str, Any] = {"curated/train": {"rows": train.height, "hash": frame_hash(train)}}
     frames = [train]
     synthetic_path = _latest_synthetic(paths, env.env_id)
@@ -189,15 +196,28 @@ def build_env_sft_dataset(
     registry: Mapping[str, ModelSpec],
     teacher: str | None = None,
     min_reward: float,
+    review: ReviewSettings | None = None,
+    review_overrides: Sequence[ReviewOverride] = (),
 ) -> tuple[SftDataset, Path]:
-    """Build and write one environment's SFT dataset (reference answers, and a teacher's verified answers)."""
+    """Build and write one environment's SFT dataset (reference answers, a teacher's verified answers, and the kept
+    examples of its synthetic batches whose spot-check passed or that an override names)."""
     items, sources = sft_source_items(env, paths)
     records: list[dict[str, Any]] = []
     if teacher is not None:
         if teacher not in registry:
             raise TrainingError(f"teacher {teacher!r} is not in the model registry")
         records = teacher_records(env, registry[teacher], items, paths=paths, registry=registry)
-    dataset = build_sft_dataset(env, items, teacher_records=records, teacher_id=teacher, min_reward=min_reward)
+    batches = list_batches(batches_root(paths.root / "datasets", env.env_id))
+    synthetic = gate_batches(batches, review or ReviewSettings(), review_overrides)
+    dataset = build_sft_dataset(
+        env,
+        items,
+        teacher_records=records,
+        teacher_id=teacher,
+        min_reward=min_reward,
+        synthetic=synthetic,
+        held_out=held_out_hashes(paths, env.env_id),
+    )
     dataset = dataset.model_copy(update={"provenance": {**dataset.provenance, "source_assets": sources}})
     folder = paths.sft_dataset(env.env_id)
     write_sft_dataset(folder, dataset)
@@ -243,9 +263,38 @@ def resolve_parent(
     return Parent(model_id=start, base_model=base, folder=trainable_model_folder(spec, paths))
 
 
-def _run_key(recipe_digest: str, parent: Parent, data: Mapping[str, str]) -> str:
-    """What makes two training runs the same run (so an interrupted one resumes): recipe, parent, data."""
-    return sha256_hex(stable_json({"recipe": recipe_digest, "parent": parent.model_id, "data": dict(data)}))
+def _run_key(
+    recipe_digest: str, parent: Parent, data: Mapping[str, str], experiment: ExperimentInputs | None = None
+) -> str:
+    """What makes two training runs the same run (so an interrupted one resumes): recipe, parent, data, and the
+    experiment record it was made from (an edited record makes a new run)."""
+    key: dict[str, Any] = {"recipe": recipe_digest, "parent": parent.model_id, "data": dict(data)}
+    if experiment is not None:
+        key["experiment"] = experiment.ref.as_dict()
+    return sha256_hex(stable_json(key))
+
+
+@dataclass(frozen=True)
+class ExperimentInputs:
+    """What an experiment record (sv_shared.config.experiments) makes of a training run: the recipe with its
+    overrides and reward change applied, the data slices of its environment, and the record's ref for the manifest."""
+
+    ref: ExperimentRef
+    env_id: str
+    recipe: SftRecipe | RlftRecipe
+    slices: DataSlices
+
+
+def _recipe_of(
+    experiment: ExperimentInputs | None, kind: str, recipe_name: str, load: Callable[[str], Any]
+) -> SftRecipe | RlftRecipe:
+    if experiment is None:
+        return load(recipe_name)
+    expected = SftRecipe if kind == "sft" else RlftRecipe
+    if not isinstance(experiment.recipe, expected) or experiment.recipe.name != recipe_name:
+        trains = f"{experiment.ref.path} trains {experiment.recipe.name}"
+        raise TrainingError(f"experiment {trains}, not {kind}/{recipe_name}")
+    return experiment.recipe
 
 
 def training_metrics(result: TrainingResult) -> dict[str, Any]:
@@ -266,6 +315,7 @@ def _manifest(
     *,
     data: Mapping[str, str],
     reward_weights: Mapping[str, Mapping[str, float]],
+    experiment: ExperimentRef | None = None,
 ) -> CheckpointManifest:
     return CheckpointManifest(
         model_id=run.model_id,
@@ -282,6 +332,7 @@ def _manifest(
         code_version=code_version(),
         dirty_paths=dirty_paths(),
         metrics=training_metrics(result),
+        experiment=experiment,
     )
 
 
@@ -313,12 +364,14 @@ def train_sft(
     report_to: ReportTo = "none",
     log: Log = print,
     gpu: bool | None = None,
+    experiment: ExperimentInputs | None = None,
 ) -> CheckpointManifest:
-    """Fine-tune the recipe's base model on its environments' SFT datasets; resumes an interrupted run."""
-    recipe = load_sft_recipe(recipe_name)
+    """Fine-tune the recipe's base model on its environments' SFT datasets; resumes an interrupted run. experiment:
+    the record the run is made from (its recipe replaces the file's; the manifest records its ref)."""
+    recipe = _recipe_of(experiment, "sft", recipe_name, load_sft_recipe)
     parent = resolve_parent(recipe.base_model, paths=paths, registry=registry)
     examples, data = sft_examples(recipe, paths)
-    key = _run_key(recipe_hash(recipe), parent, data)
+    key = _run_key(recipe_hash(recipe), parent, data, experiment)
     with open_training_run(paths.checkpoints, parent.model_id, recipe.stage, key, base_model=parent.base_model) as run:
         log(
             f"SFT {recipe.name}: {len(examples)} examples, {parent.model_id} → {run.run_dir}"
@@ -333,23 +386,70 @@ def train_sft(
             gpu=gpu,
             run_name=run.model_id,
         )
-        manifest = _manifest(recipe, run, parent, result, data=data, reward_weights=_env_reward_weights(recipe.envs))
+        manifest = _manifest(
+            recipe,
+            run,
+            parent,
+            result,
+            data=data,
+            reward_weights=_env_reward_weights(recipe.envs),
+            experiment=experiment.ref if experiment else None,
+        )
         finish_training_run(run, manifest)
     return manifest
 
 
 def rlft_rows(
-    envs: Mapping[str, Environment], recipe: RlftRecipe, paths: TrainingPaths
+    envs: Mapping[str, Environment],
+    recipe: RlftRecipe,
+    paths: TrainingPaths,
+    slices: Mapping[str, DataSlices] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Prompt rows from each environment's curated train split (the same seeded items every run), and their hashes."""
+    """Prompt rows from each environment's curated train split, or the data slices an experiment gives it (the same
+    seeded items every run), and the hash of every frame they came from."""
     rows: list[dict[str, Any]] = []
     data: dict[str, str] = {}
     for env_id, env in envs.items():
-        train = _curated(paths, env_id, "train")
-        items = select_items(env, train, recipe.items_per_env, recipe.seed)
-        data[f"{env_id}/curated/train"] = frame_hash(train)
+        pool, hashes = sliced_items(env, paths, (slices or {}).get(env_id, DataSlices()))
+        items = select_items(env, pool, recipe.items_per_env, recipe.seed)
+        data.update(hashes)
         rows.extend(grpo_prompt_rows(env, items))
     return rows, data
+
+
+def sliced_items(env: Environment, paths: TrainingPaths, slices: DataSlices) -> tuple[pl.DataFrame, dict[str, str]]:
+    """The items of the slices' curated splits and synthetic batches (a batch item whose content is in a split the
+    run does not train on is dropped: those are what checkpoints are measured on), kept to the slices' labels."""
+    env_id = env.env_id
+    frames: list[pl.DataFrame] = []
+    hashes: dict[str, str] = {}
+    for split in slices.splits:
+        frame = _curated(paths, env_id, split)
+        frames.append(frame)
+        hashes[f"{env_id}/curated/{split}"] = frame_hash(frame)
+    held_out = {
+        *_curated(paths, env_id, "test")["content_hash"],
+        *([] if "dev" in slices.splits else _curated(paths, env_id, "dev")["content_hash"]),
+    }
+    root = batches_root(paths.root / "datasets", env_id)
+    named = [find_batch(root, batch_id) for batch_id in slices.synthetic_batches]
+    # A batch goes into training only once its human spot-check passed, or an override names it (as for SFT).
+    gate = gate_batches(named, load_sft_dataset_settings().review, slices.override_review)
+    if failed := gate.provenance["dropped_batches"]:
+        raise TrainingError(
+            f"{env_id}: synthetic batch {failed[0]['batch']} is not used for training: {failed[0]['reason']} "
+            "(review it with `secverify review`, or name it under data.override_review with a reason)"
+        )
+    for batch in named:
+        items = env.data.validate(read_dataset(batch.path / ITEMS_FILE))
+        hashes[f"{env_id}/batches/{batch.batch_id}"] = frame_hash(items)
+        frames.append(items.filter(~pl.col("content_hash").is_in(list(held_out))))
+    pool = pl.concat(frames, how="diagonal_relaxed").unique(subset=[env.data.id_column], keep="first")
+    if slices.labels is not None:
+        pool = pool.filter(pl.col(env.data.label_column).cast(pl.String).is_in(slices.labels))
+    if pool.is_empty():
+        raise TrainingError(f"{env_id}: the data slices leave no item to train on ({slices.model_dump()})")
+    return pool, hashes
 
 
 def _grpo_checkpoint(
@@ -364,16 +464,18 @@ def _grpo_checkpoint(
     gpu: bool | None,
     counterparts: Mapping[str, str] | None = None,
     extra_data: Mapping[str, str] | None = None,
+    experiment: ExperimentInputs | None = None,
 ) -> CheckpointManifest:
     """One GRPO run from `parent` on `envs` into a new (or the resumed) checkpoint folder.
 
     Single-turn environments are trained on their verifiers' reward functions (the total is optimised, each
     component logged). Dialogue environments, and tool environments when the recipe asks for tools, are played
     through their own episode code (one environment per run): the reward is the episode's verifier score."""
-    rows, data = rlft_rows(envs, recipe, paths)
+    slices = {experiment.env_id: experiment.slices} if experiment else None
+    rows, data = rlft_rows(envs, recipe, paths, slices)
     data = {**data, **(extra_data or {})}
     multi_turn = recipe.tools or any(isinstance(env.episodes, Dialogue) for env in envs.values())
-    key = _run_key(recipe_hash(recipe), parent, data)
+    key = _run_key(recipe_hash(recipe), parent, data, experiment)
     with contextlib.ExitStack() as stack:
         rollout_func = None
         if multi_turn:
@@ -403,7 +505,15 @@ def _grpo_checkpoint(
             gpu=gpu,
             run_name=run.model_id,
         )
-        manifest = _manifest(recipe, run, parent, result, data=data, reward_weights=effective_reward_weights(recipe))
+        manifest = _manifest(
+            recipe,
+            run,
+            parent,
+            result,
+            data=data,
+            reward_weights=effective_reward_weights(recipe),
+            experiment=experiment.ref if experiment else None,
+        )
         return finish_training_run(run, manifest)
 
 
@@ -415,15 +525,29 @@ def train_rlft(
     report_to: ReportTo = "none",
     log: Log = print,
     gpu: bool | None = None,
+    experiment: ExperimentInputs | None = None,
 ) -> CheckpointManifest:
     """GRPO on the recipe's environments with their verifiers as the reward; resumes an interrupted run. A joint
-    recipe (rlft-joint) trains its attacker and defender in alternating rounds (see train_joint)."""
-    recipe = load_rlft_recipe(recipe_name)
+    recipe (rlft-joint) trains its attacker and defender in alternating rounds (see train_joint). experiment: the
+    record the run is made from (its recipe replaces the file's, its data slices choose the prompts)."""
+    recipe = _recipe_of(experiment, "rlft", recipe_name, load_rlft_recipe)
     if recipe.joint is not None:
+        if experiment is not None:
+            raise TrainingError(f"{recipe.name} is a joint recipe: its rounds are not trained from an experiment")
         return train_joint(recipe, paths=paths, registry=registry, report_to=report_to, log=log, gpu=gpu)[-1]
     parent = resolve_parent(recipe.init_from, paths=paths, registry=registry, sft_recipe=init_kind(recipe) == "sft")
     envs = build_shaped_environments(recipe)
-    return _grpo_checkpoint(recipe, envs, parent, paths=paths, registry=registry, report_to=report_to, log=log, gpu=gpu)
+    return _grpo_checkpoint(
+        recipe,
+        envs,
+        parent,
+        paths=paths,
+        registry=registry,
+        report_to=report_to,
+        log=log,
+        gpu=gpu,
+        experiment=experiment,
+    )
 
 
 def train_joint(
@@ -687,6 +811,8 @@ class SftDatasetsConfig(ConfigModel):
 
     defaults: SftDatasetSettings
     envs: dict[str, SftDatasetSettings] = Field(default_factory=dict)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
+    """The human spot-check of synthetic batches: sample share and the largest rejection rate a batch may have."""
 
     def for_env(self, env_id: str) -> SftDatasetSettings:
         return self.envs.get(env_id, self.defaults)

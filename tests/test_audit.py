@@ -35,7 +35,8 @@ from secverify_dagster.audit_events import DagsterRecords
 from secverify_dagster.cli import main as secverify
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
-from secverify_dagster.runner import code_version, dirty_paths
+from secverify_dagster.resources.models import load_registry
+from secverify_dagster.runner import EvalRunner, code_version, dirty_paths, embedded_dataset
 from sv_shared.config import ConfigError, project_root
 from sv_shared.data.hashing import sha256_hex
 from sv_shared.registry import get_environment
@@ -374,3 +375,33 @@ def test_a_view_run_is_audited_through_the_split_it_views(project, capsys) -> No
     assert split["status"] == "present"
     runs = {link["name"]: link["facts"] for link in links(audit["chain"], "dagster run")}
     assert runs["e1/eval_results[heuristic]"]["job"] == "eval_job"
+
+
+def test_a_run_shows_its_experiment_and_a_rescored_run_follows_its_parent(project, capsys) -> None:
+    from secverify_dagster.experiment_runs import experiment_eval
+    from sv_shared.runs.ablations import load_ablation
+    from sv_shared.runs.records import FinishedRun
+    from sv_shared.runs.rescore import rescore_run
+
+    evals = project["outputs"] / "evals"
+    found = experiment_eval(Path("configs/experiments/e1/2026-11-24.yaml"), env_id="e1")
+    runner = EvalRunner(found.env, load_registry()["heuristic"], evals_root=evals)
+    made = runner.run(embedded_dataset(found.env, split=found.split, seed=found.seed), n=4, experiment=found.ref)
+    _, audit = audit_json(capsys, made.metadata.run_id)
+    (shown,) = links(audit["chain"], "experiment")
+    assert shown["status"] == "present" and shown["facts"]["sha256"] == found.ref.sha256
+    assert shown["why"] == "the file still has the recorded hash"
+
+    parent = project["run_dir"]
+    rescored = rescore_run(
+        FinishedRun(parent, RunFolder(parent).read_metadata()),
+        load_ablation("e1", "no-calibration"),
+        evals_root=evals,
+        code_version=code_version(),
+        dirty_paths=dirty_paths(),
+    )
+    _, audit = audit_json(capsys, rescored.run_dir.name)
+    (followed,) = links(audit["chain"], "re-scored from")
+    assert followed["name"] == f"{parent.parent.name}/{parent.name}" and followed["status"] == "present"
+    assert followed["facts"]["ablation"] == "no-calibration"
+    assert {link["kind"] for link in followed["links"]} >= {"verifier", "code version", "dagster run"}

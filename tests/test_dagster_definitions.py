@@ -21,6 +21,7 @@ from secverify_dagster.assets.keys import (
     eval_key,
     report_key,
     sft_dataset_key,
+    synthetic_batch_key,
     synthetic_key,
 )
 from secverify_dagster.concurrency import PROVIDER_TAG, provider_tags
@@ -93,8 +94,15 @@ def test_evals_and_reports_read_only_their_own_environment() -> None:
         assert GRAPH.get(report_key(env_id)).parent_keys == {eval_key(env_id)}
         # Re-curating one of them reaches only its own synthetic set, evals and report.
         downstream = dg.AssetSelection.assets(curated_key(env_id)).downstream().resolve(GRAPH)
-        own = {curated_key(env_id), synthetic_key(env_id), eval_key(env_id), report_key(env_id)}
-        assert {key for key in downstream if key.path[0] not in ("training", "governance")} == {
+        own = {
+            curated_key(env_id),
+            synthetic_key(env_id),
+            eval_key(env_id),
+            report_key(env_id),
+            synthetic_batch_key(env_id),
+        }
+        # Downstream of every environment: the training lineage, governance and the benchmark sheet.
+        assert {key for key in downstream if key.path[0] not in ("training", "governance", "benchmark_sheet")} == {
             *own,
             sft_dataset_key(env_id),
         }
@@ -298,11 +306,19 @@ def test_every_cadence_over_two_years_and_across_year_ends() -> None:
         "monthly_report",
         "weekly_report",
         "biweekly_report",
+        "biweekly_benchmark_sheet",
     }
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct"])
         ran: dict[str, list[datetime]] = {}
-        for name in ("weekly_sweep", "biweekly_full_eval", "biweekly_tournament", "weekly_report", "biweekly_report"):
+        for name in (
+            "weekly_sweep",
+            "biweekly_full_eval",
+            "biweekly_tournament",
+            "weekly_report",
+            "biweekly_report",
+            "biweekly_benchmark_sheet",
+        ):
             ran[name] = [
                 tick
                 for tick in _ticks(by_name[name], start, end)
@@ -315,7 +331,10 @@ def test_every_cadence_over_two_years_and_across_year_ends() -> None:
         "biweekly_tournament": {14},
         "weekly_report": {7},
         "biweekly_report": {14},
+        "biweekly_benchmark_sheet": {14},
     }
+    # The benchmark sheet follows each bi-weekly report (2 hours later), so it reads that period's full runs.
+    assert [tick - timedelta(hours=2) for tick in ran["biweekly_benchmark_sheet"]] == ran["biweekly_report"]
     # Each bi-weekly report follows its period's full eval and tournament (the same week's Wednesday, 12:00).
     assert [tick - timedelta(hours=10) for tick in ran["biweekly_report"]] == ran["biweekly_tournament"]
     assert datetime(2026, 12, 21, 8, tzinfo=UTC) in ran["biweekly_full_eval"]
@@ -361,6 +380,7 @@ def test_the_asset_graph_draws_the_training_lineage() -> None:
     assert graph.get(dg.AssetKey(["e1", "sft_dataset"])).parent_keys == {
         dg.AssetKey(["e1", "curated_splits"]),
         dg.AssetKey(["e1", "synthetic"]),
+        dg.AssetKey(["e1", "synthetic_batch"]),
     }
     for checkpoint in (sft, rlft):
         assert graph.get_check_spec(dg.AssetCheckKey(checkpoint, "safety_scan")).blocking

@@ -61,6 +61,9 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         assert (run_dir / "results.jsonl").read_text().count("\n") == materialization.materialization.metadata[
             "n"
         ].value
+        # The run's trajectory page, linked from the materialization.
+        assert Path(materialization.materialization.metadata["trajectories"].value) == run_dir / "trajectories.html"
+        assert (run_dir / "trajectories.html").is_file()
         # Every feature-ablated view is run beside the full split, under evals/views/<view>/.
         view_rewards = materialization.materialization.metadata["view_reward_means"].value
         assert set(view_rewards) == {"no-bytes", "no-packets", "no-state", "no-service"}
@@ -82,6 +85,8 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         assert "## Robustness to missing fields" in text and "no-state" in text
         assert (report_path.parent / "reliability.png").stat().st_size > 0
         assert (report_path.parent / "risk_coverage.png").stat().st_size > 0
+        # The report's combined trajectory page, and the model's own page named in the triage section.
+        assert (report_path.parent / "trajectories.html").is_file() and "heuristic in `" in text
 
 
 def test_a_baseline_of_another_environment_is_skipped_with_its_reason(outputs: Path) -> None:

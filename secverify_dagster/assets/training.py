@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import dagster as dg
+from pydantic import Field
 
 from secverify_dagster.assets.keys import (
     checkpoint_key,
     curated_key,
     sft_dataset_key,
+    synthetic_batch_key,
     synthetic_key,
 )
 from secverify_dagster.concurrency import training_pool
@@ -33,9 +35,20 @@ from secverify_dagster.training import (
     train_rlft,
     train_sft,
 )
-from sv_shared.contracts import Environment
+from sv_shared.contracts import CompletionVerifier, Environment
+from sv_shared.data.review import ReviewError
+from sv_shared.data.review_decisions import ReviewSettings
 from sv_shared.training.checkpoints import CheckpointManifest, checkpoint_dir
 from sv_shared.training.recipes import RlftRecipe, SftRecipe, init_kind
+from sv_shared.training.synthetic_gate import ReviewOverride
+
+
+class ReviewOverrideConfig(dg.Config):
+    """Train on a synthetic batch whose spot-check did not pass (recorded in the dataset's provenance)."""
+
+    batch: str
+    reason: str
+    by: str
 
 
 class SftDatasetConfig(dg.Config):
@@ -44,16 +57,26 @@ class SftDatasetConfig(dg.Config):
     teacher: str | None = None
     """A registry model whose verified answers join the reference answers (None: the configured teacher, if any)."""
     min_reward: float | None = None
+    override_review: list[ReviewOverrideConfig] = Field(default_factory=list)
+    """Synthetic batches to include although their review is incomplete or failed: batch id, why, who decided."""
 
 
-def build_sft_dataset_asset(env: Environment, defaults: SftDatasetSettings) -> dg.AssetsDefinition:
+def build_sft_dataset_asset(
+    env: Environment, defaults: SftDatasetSettings, review: ReviewSettings
+) -> dg.AssetsDefinition:
     @dg.asset(
         key=sft_dataset_key(env.env_id),
         group_name=env.env_id,
-        deps=[curated_key(env.env_id), synthetic_key(env.env_id)],
+        # Synthetic batches are sampled for the completion environments (E1–E4); the dialogue ones have none.
+        deps=[
+            curated_key(env.env_id),
+            synthetic_key(env.env_id),
+            *([synthetic_batch_key(env.env_id)] if isinstance(env.verifier, CompletionVerifier) else []),
+        ],
         kinds={"json"},
         description=f"{env.name}: chat-format SFT examples from the curated train split and the synthetic set, "
-        "each target verified by the environment's own verifier (reference answers, and a teacher's if configured).",
+        "each target verified by the environment's own verifier (reference answers, and a teacher's if configured), "
+        "and the kept examples of synthetic batches whose human spot-check passed (or that override_review names).",
     )
     def sft_dataset(
         context: dg.AssetExecutionContext,
@@ -70,10 +93,14 @@ def build_sft_dataset_asset(env: Environment, defaults: SftDatasetSettings) -> d
                 registry=models.specs(),
                 teacher=teacher,
                 min_reward=min_reward,
+                review=review,
+                review_overrides=[ReviewOverride(**override.model_dump()) for override in config.override_review],
             )
-        except TrainingError as error:
+        except (TrainingError, ReviewError) as error:
             raise dg.Failure(str(error)) from error
         provenance = dataset.provenance
+        batches = provenance.get("synthetic_batches", {})
+        sources = {kind: count for kind, count in provenance["counts"].items() if isinstance(count, dict)}
         context.log.info(f"{env.env_id}: {len(dataset.examples)} SFT examples → {folder}")
         return dg.MaterializeResult(
             metadata={
@@ -82,8 +109,13 @@ def build_sft_dataset_asset(env: Environment, defaults: SftDatasetSettings) -> d
                 "dataset_hash": provenance["dataset_hash"],
                 "teacher": teacher or "",
                 "min_reward": min_reward,
-                "kept": dg.MetadataValue.json(provenance.get("kept", {})),
-                "dropped": dg.MetadataValue.json(provenance.get("dropped", {})),
+                "kept": dg.MetadataValue.json({kind: count["kept"] for kind, count in sources.items()}),
+                "dropped": dg.MetadataValue.json({kind: count["dropped"] for kind, count in sources.items()}),
+                "synthetic_batches": [row["batch"] for row in batches.get("included", [])],
+                "dropped_batches": dg.MetadataValue.json(
+                    [{"batch": row["batch"], "reason": row["reason"]} for row in batches.get("dropped_batches", [])]
+                ),
+                "review_overrides": dg.MetadataValue.json(batches.get("overrides", [])),
                 "provenance": dg.MetadataValue.json(provenance),
             }
         )
@@ -251,6 +283,6 @@ def training_definitions(
 ) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
     """Every training asset and check: an SFT dataset per environment, a checkpoint and its scan per recipe."""
     settings = load_sft_dataset_settings()
-    assets = [build_sft_dataset_asset(env, settings.for_env(env.env_id)) for env in envs]
+    assets = [build_sft_dataset_asset(env, settings.for_env(env.env_id), settings.review) for env in envs]
     assets += [build_checkpoint_asset(recipe) for recipe in recipes]
     return assets, [build_safety_check(recipe) for recipe in recipes]

@@ -27,14 +27,14 @@ import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import Any, Final, Literal, Self, get_args
+from typing import Any, ClassVar, Final, Literal, Self, get_args
 
 from pydantic import Field, field_validator
 
 from sv_shared.data.files import exclusive
 from sv_shared.data.hashing import sha256_hex, stable_json
 from sv_shared.runs.folder import read_json, write_json
-from sv_shared.runs.schema import SCHEMA_VERSION, RecordModel, RunRecordError
+from sv_shared.runs.schema import SCHEMA_VERSION, ExperimentRef, RecordModel, RunRecordError
 
 Stage = Literal["sft", "rlft-single", "rlft-mixed", "rlft-joint"]
 STAGES: Final[tuple[str, ...]] = get_args(Stage)
@@ -127,6 +127,8 @@ class TrainingRunRecord(TrainingRecord):
 class CheckpointManifest(TrainingRecord):
     """manifest.json: everything that made a checkpoint, and the hashes of its model files."""
 
+    _optional: ClassVar[frozenset[str]] = frozenset({"experiment"})
+
     schema_version: Literal[1] = SCHEMA_VERSION
     model_id: str
     """The registry id the checkpoint gets: <base model>.<stage>.<run id>."""
@@ -156,6 +158,9 @@ class CheckpointManifest(TrainingRecord):
     """The HF folder inside the run folder."""
     model_files: dict[str, str] = Field(default_factory=dict)
     """Each file of the model folder (relative POSIX path) → its sha256; filled in by finish_training_run."""
+    experiment: ExperimentRef | None = None
+    """The experiment record (configs/experiments/<env>/<date>.yaml) the checkpoint was trained from; left out of
+    the file when there is none, so manifests written before it keep their content hash."""
 
     @field_validator("model_id", "parent_model", "base_model")
     @classmethod

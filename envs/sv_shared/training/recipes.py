@@ -16,7 +16,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, PositiveInt, model_validator
 
-from sv_shared.config import ConfigError, ConfigModel, EnvConfig, RewardWeightSettings, project_root, read_config
+from sv_shared.config import (
+    ConfigError,
+    ConfigModel,
+    EnvConfig,
+    RewardWeightSettings,
+    project_root,
+    read_config,
+    validate_config,
+)
 from sv_shared.config import read_yaml as _read_yaml
 from sv_shared.data.hashing import sha256_hex, stable_json
 
@@ -176,6 +184,10 @@ class RlftRecipe(_TrainingRecipe):
     reward_weights: dict[EnvId, dict[str, NonNegative]] = Field(default_factory=dict)
     """Per environment, component → weight overriding configs/envs/<env>.yaml's reward_weights (partial: the
     components not named keep the config's weight)."""
+    ablation: Name | None = None
+    """A reward ablation of configs/ablations/<env>.yaml trained under: its reward-weight overrides are merged into
+    reward_weights when the recipe is loaded (weights the recipe names itself win), so the manifest's recipe holds
+    both the ablation's name and the weights it resolved to."""
     num_generations: int = Field(ge=2)
     max_completion_length: PositiveInt
     temperature: Positive
@@ -281,6 +293,43 @@ def effective_reward_weights(recipe: RlftRecipe, root: Path | None = None) -> di
     return weights
 
 
+def ablation_reward_weights(env_id: str, ablation_name: str, root: Path | None = None) -> dict[str, float]:
+    """The reward-weight overrides of an ablation of configs/ablations/<env>.yaml; ConfigError when it is unknown or
+    changes anything but reward weights (training under another episode config is another recipe, not an ablation)."""
+    from sv_shared.runs.ablations import AblationError, load_ablation
+
+    try:
+        ablation = load_ablation(env_id, ablation_name, root)
+    except AblationError as error:
+        raise ConfigError(str(error)) from None
+    weights: dict[str, float] = {}
+    for path, value in ablation.overrides.items():
+        section, _, component = path.partition(".")
+        if section != "reward_weights" or not component or "." in component:
+            raise ConfigError(
+                f"{ablation.where} overrides {path!r}: a training recipe's ablation may only change reward weights "
+                "(reward_weights.<component>)"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{ablation.where}: {path} must be a number, got {value!r}")
+        weights[component] = float(value)
+    return weights
+
+
+def resolve_ablation(recipe: RlftRecipe, root: Path | None = None) -> RlftRecipe:
+    """The recipe with its ablation's reward weights merged into reward_weights for each of its environments (the
+    recipe's own weights win); unchanged when it names no ablation."""
+    if recipe.ablation is None:
+        return recipe
+    merged = {
+        env_id: {**ablation_reward_weights(env_id, recipe.ablation, root), **recipe.reward_weights.get(env_id, {})}
+        for env_id in recipe.envs
+    }
+    return validate_config(
+        RlftRecipe, recipe.as_dict() | {"reward_weights": merged}, source=f"rlft recipe {recipe.name!r}"
+    )
+
+
 # -- files ----------------------------------------------------------------------------------------------------------
 
 
@@ -334,9 +383,10 @@ def load_sft_recipe(name: str, root: Path | None = None, *, check_references: bo
 
 
 def load_rlft_recipe(name: str, root: Path | None = None, *, check_references: bool = True) -> RlftRecipe:
-    """configs/rlft/<name>.yaml, validated; with check_references, init_from must name an SFT recipe or a registry
-    model (not both), and the joint counterparts must be registry models."""
-    recipe: RlftRecipe = _read_recipe("rlft", RlftRecipe, name, root)
+    """configs/rlft/<name>.yaml, validated, its ablation resolved (resolve_ablation); with check_references,
+    init_from must name an SFT recipe or a registry model (not both), and the joint counterparts must be registry
+    models."""
+    recipe: RlftRecipe = resolve_ablation(_read_recipe("rlft", RlftRecipe, name, root), root)
     if check_references:
         models = _registry_model_ids(root)
         init_kind(recipe, root, models=models)

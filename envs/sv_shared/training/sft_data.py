@@ -15,6 +15,12 @@ Where examples come from:
   "redacted_turn"), when its judge verdict says unsafe or failed ("unsafe_turn"), or when the conversation before it
   holds such a text ("after_redacted_or_unsafe_turn"): the model would learn from a marker, not from what was said.
   The provenance counts each.
+- Synthetic batches (sv_shared.training.synthetic_gate): the kept examples of every batch of the environment whose
+  human spot-check passed, or that an override names (source "synthetic:<batch id>"). The prompt is the one the
+  batch's model answered, the target its completion. Completion environments re-score each against its item from
+  the batch's items.parquet and keep it when the reward reaches `min_reward`, as for teachers; a dialogue example
+  keeps its recorded reward and is dropped when any of its text is redacted. Batches left out are named in the
+  provenance ("synthetic_batches": included, dropped_batches with their reason, overrides).
 
 Every example is unique as a (prompt, target) pair, and the examples are ordered by item id (then source, turn and
 text), so the same inputs give byte-identical files. The provenance says what the examples were made from and how
@@ -32,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -43,10 +49,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sv_shared.contracts import CompletionVerifier, Dialogue, DialogueVerifier, Environment, Item, Message
 from sv_shared.data.files import exclusive, json_text, write_bytes_atomic, write_json_atomic
 from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.data.review_batches import KeptExample, SyntheticBatch
 from sv_shared.judging.redaction import MARKER_PREFIX, is_redacted
 from sv_shared.runs.schema import ResultRecord, RunRecordError
+from sv_shared.training.synthetic_gate import BatchGate
 
 SFT_SCHEMA_VERSION: Final = 1
+SYNTHETIC_PREFIX: Final = "synthetic:"
 TRAIN_FILE: Final = "train.jsonl"
 MANIFEST_FILE: Final = "manifest.json"
 REFERENCE_SOURCE: Final = "reference"
@@ -77,8 +86,8 @@ class SftExample(_Strict):
     """The chat; its last message is the assistant target, every earlier one the prompt."""
     env_id: str = Field(min_length=1)
     item_id: str = Field(min_length=1)
-    source: str = Field(pattern=r"^(reference|teacher:.+)$")
-    """"reference" (the item's gold answer) or "teacher:<model id>"."""
+    source: str = Field(pattern=r"^(reference|teacher:.+|synthetic:.+)$")
+    """"reference" (the item's gold answer), "teacher:<model id>" or "synthetic:<batch id>"."""
     reward: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     """The verifier's reward of the target (dialogues: of the dialogue the turn belongs to)."""
 
@@ -198,19 +207,29 @@ def build_sft_dataset(
     teacher_records: Iterable[ResultRecord | Mapping[str, Any]] = (),
     teacher_id: str | None = None,
     min_reward: float,
+    synthetic: BatchGate | None = None,
+    held_out: Collection[str] = (),
 ) -> SftDataset:
     """The SFT examples of `items` (rows of the environment's frame; a split's frame or its dicts).
 
     teacher_records: eval run records (results.jsonl lines as dicts, or ResultRecord) whose completions (dialogues:
     whose policy turns) become examples when the verifier rewards them at least `min_reward`. teacher_id, when
     given, is the teacher's registry model id: records of another model are dropped ("other_teacher"), so two
-    teachers never mix under one name. Raises SftDataError for a malformed record or item list, and whatever the
-    verifier raises when its tools are missing (a sandbox, a scanner): a dataset is never built from a partial
+    teachers never mix under one name. synthetic: the reviewed synthetic batches to include (see the module's
+    docstring); held_out: content hashes of the items a checkpoint is measured on (dev and test), whose synthetic
+    examples are dropped ("held_out_overlap"). Raises SftDataError for a malformed record or item list, and whatever
+    the verifier raises when its tools are missing (a sandbox, a scanner): a dataset is never built from a partial
     check."""
     threshold = _check_min_reward(min_reward)
     by_id = _item_rows(env, items)
     records = [_record(data, index) for index, data in enumerate(teacher_records)]
-    dropped = {REFERENCE_SOURCE: Counter[str](), "teacher": Counter[str]()}
+    dropped = {REFERENCE_SOURCE: Counter[str](), "teacher": Counter[str](), "synthetic": Counter[str]()}
+    batches = synthetic.included if synthetic is not None else ()
+    batch_examples = [
+        (batch.batch_id, item, example)
+        for batch in batches
+        for item, example in _batch_examples(env, batch, frozenset(held_out), dropped["synthetic"])
+    ]
     usable: list[ResultRecord] = []
     for record in records:
         if teacher_id is not None and record.model != teacher_id:
@@ -223,10 +242,11 @@ def build_sft_dataset(
             usable.append(record)
     if isinstance(env.verifier, CompletionVerifier):
         kind = "completion"
-        candidates = _completion_candidates(env, by_id, usable, threshold, dropped)
+        candidates = _completion_candidates(env, by_id, usable, batch_examples, threshold, dropped)
     elif isinstance(env.verifier, DialogueVerifier):
         kind = "dialogue"
         candidates = _dialogue_candidates(env, by_id, usable, dropped["teacher"])
+        candidates += _synthetic_dialogue_candidates(batch_examples, threshold, dropped["synthetic"])
     else:  # pragma: no cover - the Environment contract allows only these two
         raise SftDataError(f"{env.env_id}: unknown verifier kind {type(env.verifier).__name__}")
 
@@ -235,7 +255,7 @@ def build_sft_dataset(
     for candidate in sorted(candidates, key=_Candidate.sort_key):
         key = stable_json(list(candidate.messages))
         if key in seen:
-            dropped[REFERENCE_SOURCE if candidate.source == REFERENCE_SOURCE else "teacher"]["duplicate"] += 1
+            dropped[_source_kind(candidate.source)]["duplicate"] += 1
             continue
         seen.add(key)
         examples.append(
@@ -259,9 +279,14 @@ def build_sft_dataset(
             "dropped": dict(sorted(dropped[REFERENCE_SOURCE].items())),
         }
     counts["teacher"] = {
-        "kept": len(examples) - sources[REFERENCE_SOURCE],
+        "kept": sum(count for source, count in sources.items() if source.startswith(TEACHER_PREFIX)),
         "dropped": dict(sorted(dropped["teacher"].items())),
     }
+    if synthetic is not None:
+        counts["synthetic"] = {
+            "kept": sum(count for source, count in sources.items() if source.startswith(SYNTHETIC_PREFIX)),
+            "dropped": dict(sorted(dropped["synthetic"].items())),
+        }
     provenance: dict[str, Any] = {
         "schema_version": SFT_SCHEMA_VERSION,
         "env_id": env.env_id,
@@ -275,6 +300,7 @@ def build_sft_dataset(
             "rewards": "re-scored by the verifier" if kind == "completion" else "as recorded (dialogues not replayed)",
         },
         "min_reward": threshold,
+        **({"synthetic_batches": synthetic.provenance} if synthetic is not None else {}),
         "sources": dict(sorted(sources.items())),
         "counts": counts,
         "reward_mean": sum(rewards) / len(rewards) if rewards else None,
@@ -284,38 +310,100 @@ def build_sft_dataset(
     return SftDataset(examples=dataset.examples, provenance=provenance)
 
 
+def _source_kind(source: str) -> str:
+    """The provenance bucket of a source: "reference", "teacher" or "synthetic"."""
+    return source if source == REFERENCE_SOURCE else source.split(":", 1)[0]
+
+
+BatchExample = tuple[str, Item, KeptExample]
+"""(batch id, the item from the batch's items.parquet, the kept example answering it)."""
+
+
+def _batch_examples(
+    env: Environment, batch: SyntheticBatch, held_out: frozenset[str], synthetic: Counter[str]
+) -> list[tuple[Item, KeptExample]]:
+    """The batch's kept examples with their items; one whose item is unknown or held out is dropped."""
+    column = env.data.id_column
+    items = {str(row[column]): row for row in batch.items() if row.get(column) is not None}
+    found: list[tuple[Item, KeptExample]] = []
+    for example in batch.kept():
+        item = items.get(example.item_id)
+        if item is None:
+            synthetic["unknown_item"] += 1
+        elif item.get("content_hash") in held_out:
+            synthetic["held_out_overlap"] += 1
+        else:
+            found.append((item, example))
+    return found
+
+
+def _prompt(example: KeptExample) -> tuple[Message, ...]:
+    return tuple({"role": message.role, "content": message.content} for message in example.prompt)
+
+
 def _completion_candidates(
     env: Environment,
     by_id: Mapping[str, Item],
     usable: Sequence[ResultRecord],
+    batch_examples: Sequence[BatchExample],
     threshold: float,
     dropped: Mapping[str, Counter[str]],
 ) -> list[_Candidate]:
-    """Reference answers and teacher completions, all scored in one batch (verifiers batch their tools)."""
+    """Reference answers, teacher completions and synthetic examples, all scored in one batch (verifiers batch
+    their tools)."""
     verifier = env.verifier
     assert isinstance(verifier, CompletionVerifier)
-    pending: list[tuple[str, str, str]] = []  # (item id, source, completion)
+    pending: list[tuple[Item, str, str, str, tuple[Message, ...]]] = []  # (item, item id, source, completion, prompt)
     for item_id, item in by_id.items():
         answer = verifier.reference_answer(item)
         if answer is None:
             dropped[REFERENCE_SOURCE]["no_reference"] += 1
         else:
-            pending.append((item_id, REFERENCE_SOURCE, answer))
+            pending.append((item, item_id, REFERENCE_SOURCE, answer, tuple(env.episodes.messages(item))))
     for record in usable:
-        pending.append((record.id, TEACHER_PREFIX + record.model, record.completion))
-    scored = verifier.score_many([by_id[item_id] for item_id, _, _ in pending], [text for _, _, text in pending])
+        item = by_id[record.id]
+        pending.append(
+            (item, record.id, TEACHER_PREFIX + record.model, record.completion, tuple(env.episodes.messages(item)))
+        )
+    for batch_id, item, example in batch_examples:
+        source = SYNTHETIC_PREFIX + batch_id
+        pending.append((item, example.item_id, source, example.completion, _prompt(example)))
+    scored = verifier.score_many([entry[0] for entry in pending], [entry[3] for entry in pending])
     candidates: list[_Candidate] = []
-    for (item_id, source, text), sample in zip(pending, scored, strict=True):
-        counts = dropped[REFERENCE_SOURCE if source == REFERENCE_SOURCE else "teacher"]
+    for (_, item_id, source, text, prompt), sample in zip(pending, scored, strict=True):
+        counts = dropped[_source_kind(source)]
         if sample.parsed is None:
             counts[f"parse_error:{sample.error}"] += 1
             continue
         if not _valid_reward(sample.reward) or sample.reward < threshold:
-            # A teacher record got here by saying it reached min_reward: the verifier disagrees.
+            # A teacher record or a kept synthetic example got here by saying it passed: the verifier disagrees.
             counts["below_min_reward" if source == REFERENCE_SOURCE else "verifier_disagrees"] += 1
             continue
-        messages = (*env.episodes.messages(by_id[item_id]), {"role": "assistant", "content": text})
-        candidates.append(_Candidate(item_id, source, 0, messages, float(sample.reward)))
+        candidates.append(
+            _Candidate(item_id, source, 0, (*prompt, {"role": "assistant", "content": text}), float(sample.reward))
+        )
+    return candidates
+
+
+def _synthetic_dialogue_candidates(
+    batch_examples: Sequence[BatchExample], threshold: float, synthetic: Counter[str]
+) -> list[_Candidate]:
+    """Kept dialogue examples at their recorded reward; one with any redacted text teaches a marker, not a reply."""
+    candidates: list[_Candidate] = []
+    for batch_id, _, example in batch_examples:
+        texts = [message.content for message in example.prompt] + [example.completion]
+        if any(is_redacted(text) or MARKER_PREFIX in text for text in texts):
+            synthetic["redacted_turn"] += 1
+        elif not _valid_reward(example.reward) or example.reward > 1.0:
+            synthetic["invalid_reward"] += 1
+        elif example.reward < threshold:
+            synthetic["below_min_reward"] += 1
+        elif any(message.role not in ("system", "user", "assistant") for message in example.prompt):
+            synthetic["malformed_prompt"] += 1
+        else:
+            messages = (*_prompt(example), {"role": "assistant", "content": example.completion})
+            source = SYNTHETIC_PREFIX + batch_id
+            candidates.append(_Candidate(example.item_id, source, 0, messages, float(example.reward)))
     return candidates
 
 

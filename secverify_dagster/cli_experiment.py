@@ -1,0 +1,44 @@
+"""What `secverify eval --experiment` and `secverify train --experiment` add to those commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from secverify_dagster.experiment_runs import ExperimentEval
+
+
+def eval_experiment(args: argparse.Namespace) -> ExperimentEval | None:
+    """The experiment `secverify eval --experiment` names, with args.n, args.seed and args.split set from it (an
+    explicit -n/--seed/--split must agree with it); None without --experiment, then seed 42 and split test unless
+    given."""
+    if not args.experiment:
+        args.seed = 42 if args.seed is None else args.seed
+        args.split = args.split or "test"
+        return None
+    from secverify_dagster.experiment_runs import experiment_eval
+
+    found = experiment_eval(
+        Path(args.experiment), env_id=args.env, n=args.n, seed=args.seed, split=args.split, dataset=args.dataset
+    )
+    args.n, args.seed, args.split = found.n, found.seed, found.split
+    print(f"experiment {found.ref.name}: {found.ref.path} (sha256 {found.ref.sha256[:12]}…)", flush=True)
+    return found
+
+
+def cmd_train_experiment(args: argparse.Namespace) -> int:
+    """`secverify train --experiment PATH`: the experiment's recipe trained in this process (no Dagster run)."""
+    from secverify_dagster.experiment_runs import train_from_experiment
+    from secverify_dagster.resources.models import load_registry
+    from secverify_dagster.training import TrainingError, TrainingPaths
+
+    if args.kind or args.recipe:
+        raise ValueError("--experiment names the recipe itself: give either <kind> <recipe> or --experiment")
+    try:
+        manifest = train_from_experiment(Path(args.experiment), paths=TrainingPaths.default(), registry=load_registry())
+    except TrainingError as error:
+        print(f"secverify train: {error}", file=sys.stderr)
+        return 1
+    print(f"checkpoint {manifest.model_id} (experiment {manifest.experiment.path if manifest.experiment else '–'})")
+    return 0
