@@ -60,7 +60,14 @@ from sv_shared.training.recipes import (
     recipe_hash,
 )
 from sv_shared.training.rewards import build_shaped_environments, grpo_prompt_rows, grpo_reward_functions
-from sv_shared.training.sft_data import SftDataset, SftExample, build_sft_dataset, read_sft_dataset, write_sft_dataset
+from sv_shared.training.sft_data import (
+    SYNTHETIC_PREFIX,
+    SftDataset,
+    SftExample,
+    build_sft_dataset,
+    read_sft_dataset,
+    write_sft_dataset,
+)
 from sv_shared.training.synthetic_gate import ReviewOverride, gate_batches
 from sv_shared.training.trainers import TrainingResult, run_grpo, run_sft
 
@@ -340,8 +347,26 @@ def _env_reward_weights(env_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     return {env_id: get_environment(env_id).config.reward_weights.as_mapping() for env_id in env_ids}
 
 
-def sft_examples(recipe: SftRecipe, paths: TrainingPaths) -> tuple[list[SftExample], dict[str, str]]:
-    """The recipe's environments' SFT examples at or above its min_reward, and each dataset's hash."""
+def _kept_batches(env_id: str, examples: Sequence[SftExample], batches: Sequence[str]) -> list[SftExample]:
+    """An experiment's SFT examples: every reference and teacher example, and the named batches' only. A named batch
+    with no example in the dataset (its spot-check had not passed when the dataset was built) is an error."""
+    sources = {SYNTHETIC_PREFIX + batch for batch in batches}
+    missing = sorted(source for source in sources if not any(example.source == source for example in examples))
+    if missing:
+        raise TrainingError(
+            f"{env_id}: the SFT dataset has no example of {', '.join(missing)}: review the batch "
+            f"(secverify review) and materialize {env_id}/sft_dataset again"
+        )
+    return [
+        example for example in examples if not example.source.startswith(SYNTHETIC_PREFIX) or example.source in sources
+    ]
+
+
+def sft_examples(
+    recipe: SftRecipe, paths: TrainingPaths, experiment: ExperimentInputs | None = None
+) -> tuple[list[SftExample], dict[str, str]]:
+    """The recipe's environments' SFT examples at or above its min_reward, and each dataset's hash. An experiment
+    keeps of its environment's synthetic batches only those its data slices name."""
     examples: list[SftExample] = []
     hashes: dict[str, str] = {}
     for env_id in recipe.envs:
@@ -350,7 +375,10 @@ def sft_examples(recipe: SftRecipe, paths: TrainingPaths) -> tuple[list[SftExamp
             raise TrainingError(f"{env_id}: no SFT dataset at {folder}; materialize {env_id}/sft_dataset first")
         dataset = read_sft_dataset(folder)
         hashes[f"{env_id}/sft_dataset"] = dataset.provenance["dataset_hash"]
-        examples.extend(example for example in dataset.examples if example.reward >= recipe.min_reward)
+        chosen = list(dataset.examples)
+        if experiment is not None and experiment.env_id == env_id:
+            chosen = _kept_batches(env_id, chosen, experiment.slices.synthetic_batches)
+        examples.extend(example for example in chosen if example.reward >= recipe.min_reward)
     if not examples:
         raise TrainingError(f"SFT recipe {recipe.name}: no example reaches min_reward {recipe.min_reward}")
     return examples, hashes
@@ -370,7 +398,7 @@ def train_sft(
     the record the run is made from (its recipe replaces the file's; the manifest records its ref)."""
     recipe = _recipe_of(experiment, "sft", recipe_name, load_sft_recipe)
     parent = resolve_parent(recipe.base_model, paths=paths, registry=registry)
-    examples, data = sft_examples(recipe, paths)
+    examples, data = sft_examples(recipe, paths, experiment)
     key = _run_key(recipe_hash(recipe), parent, data, experiment)
     with open_training_run(paths.checkpoints, parent.model_id, recipe.stage, key, base_model=parent.base_model) as run:
         log(

@@ -25,6 +25,7 @@ from sv_shared.config import ConfigError, project_root
 from sv_shared.config.experiments import DataSlices, ExperimentError, experiment_recipe, load_experiment
 from sv_shared.registry import get_environment
 from sv_shared.training.checkpoints import CheckpointManifest, read_manifest
+from sv_shared.training.sft_data import SftDataset, SftExample, write_sft_dataset
 from sv_shared.training.trainers import TrainingResult
 
 REPO = project_root()
@@ -296,3 +297,40 @@ def test_an_rlft_recipe_naming_an_ablation_trains_under_its_weights(root: Path) 
     )
     with pytest.raises(ConfigError, match="may only change reward weights"):
         load_rlft_recipe("e1-bad")
+
+
+def _sft_example(source: str, item: str) -> SftExample:
+    return SftExample(
+        messages=[{"role": "user", "content": f"flow {item}"}, {"role": "assistant", "content": "{}"}],
+        env_id="e1",
+        item_id=item,
+        source=source,
+        reward=1.0,
+    )
+
+
+def test_an_sft_experiment_keeps_only_the_synthetic_batches_it_names(root: Path, tmp_path: Path) -> None:
+    examples = (
+        _sft_example("reference", "a"),
+        _sft_example("synthetic:2026-11-24-b1", "b"),
+        _sft_example("synthetic:2026-11-24-b2", "c"),
+    )
+    paths = training.TrainingPaths(tmp_path / "outputs")
+    dataset = SftDataset(examples=examples)
+    digest = hashlib.sha256(dataset.train_bytes()).hexdigest()
+    write_sft_dataset(paths.sft_dataset("e1"), dataset.model_copy(update={"provenance": {"dataset_hash": digest}}))
+
+    def inputs(batches: list[str]) -> training.ExperimentInputs:
+        path = write(root, BASE | {"training": {"recipe": "sft/e1"}, "data": {"synthetic_batches": batches}})
+        return training_inputs(path)[1]
+
+    recipe = inputs([]).recipe
+    assert [e.item_id for e in training.sft_examples(recipe, paths)[0]] == ["a", "b", "c"]  # no experiment: all
+    assert [e.item_id for e in training.sft_examples(recipe, paths, inputs([]))[0]] == ["a"]
+    assert [e.item_id for e in training.sft_examples(recipe, paths, inputs(["2026-11-24-b2"]))[0]] == ["a", "c"]
+    # A named batch the dataset does not hold (its spot-check had not passed when it was built) stops the run.
+    with pytest.raises(training.TrainingError, match="no example of synthetic:2026-11-24-b3"):
+        training.sft_examples(recipe, paths, inputs(["2026-11-24-b3"]))
+    with pytest.raises(ExperimentError, match="takes only synthetic_batches"):
+        inputs_with_splits = BASE | {"training": {"recipe": "sft/e1"}, "data": {"splits": ["dev"]}}
+        training_inputs(write(root, inputs_with_splits))

@@ -400,3 +400,24 @@ def test_sft_dataset_asset_shows_dropped_batches_and_overrides(batch: SyntheticB
     assert written.provenance["synthetic_batches"]["overrides"][0]["by"] == "lead"
     assert written.provenance["counts"]["synthetic"] == {"kept": 20, "dropped": {"held_out_overlap": 4}}
     assert {example.source for example in written.examples} == {"reference", "synthetic:b1"}
+
+
+def test_an_rlft_run_draws_a_batch_s_items_only_once_its_review_passed(outputs: Path) -> None:
+    from secverify_dagster.training import TrainingError, TrainingPaths, sliced_items
+    from sv_shared.config.experiments import DataSlices
+
+    curated = outputs / "datasets" / "e1" / "curated"
+    curated.mkdir(parents=True)
+    for split, frame in E1.data.curate([E1.data.load_source("embedded")], seed=42).items():
+        frame.write_parquet(curated / f"{split}.parquet")
+    folder = _write_batch(outputs, "b1")
+    paths = TrainingPaths(outputs)
+    with pytest.raises(TrainingError, match="synthetic batch b1 is not used for training: .*not reviewed"):
+        sliced_items(E1, paths, DataSlices(synthetic_batches=["b1"]))
+    override = ReviewOverride(batch="b1", reason="labels checked by hand", by="ana")
+    pool, hashes = sliced_items(E1, paths, DataSlices(synthetic_batches=["b1"], override_review=[override]))
+    assert "e1/batches/b1" in hashes
+    record_decisions(folder, read_review_queue(folder) or [], "accept", reviewer="ana")
+    pool, _ = sliced_items(E1, paths, DataSlices(synthetic_batches=["b1"]))
+    batch_ids = set(pl.read_parquet(folder / "items.parquet")[E1.data.id_column])
+    assert batch_ids & set(pool[E1.data.id_column])

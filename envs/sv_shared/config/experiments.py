@@ -74,7 +74,8 @@ class TrainingChange(ConfigModel):
 
 
 class DataSlices(ConfigModel):
-    """Which items an RLFT run draws its prompts from (SFT trains on its environments' SFT datasets as built)."""
+    """Which items an RLFT run draws its prompts from; for SFT, which synthetic batches' examples of the SFT dataset
+    it keeps (the reference and teacher examples always, and only the named batches' examples)."""
 
     splits: list[Literal["train", "dev"]] = Field(default_factory=lambda: ["train"], min_length=1)
     """Curated splits; never test (what a checkpoint is measured on)."""
@@ -252,8 +253,11 @@ def experiment_recipe(experiment: Experiment, root: Path | None = None, *, sourc
     where = f"{source}: training.recipe {training.recipe}"
     if training.kind == "sft":
         base = load_sft_recipe(training.recipe_name, root, check_references=False)
-        if not experiment.data.is_default:
-            raise ExperimentError(f"{where}: data slices choose RLFT prompts; an SFT recipe trains on its SFT datasets")
+        if experiment.data.model_copy(update={"synthetic_batches": []}) != DataSlices():
+            raise ExperimentError(
+                f"{where}: an SFT recipe trains on its SFT datasets; of the data slices it takes only "
+                "synthetic_batches (which batches' examples to keep)"
+            )
         recipe = validate_config(SftRecipe, base.as_dict() | training.overrides, source=where)
     else:
         base = load_rlft_recipe(training.recipe_name, root, check_references=False)
