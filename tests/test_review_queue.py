@@ -412,7 +412,7 @@ def test_an_rlft_run_draws_a_batch_s_items_only_once_its_review_passed(outputs: 
         frame.write_parquet(curated / f"{split}.parquet")
     folder = _write_batch(outputs, "b1")
     paths = TrainingPaths(outputs)
-    with pytest.raises(TrainingError, match="synthetic batch b1 is not used for training: .*not reviewed"):
+    with pytest.raises(TrainingError, match=r"synthetic batch b1 is not used for training: .*not reviewed"):
         sliced_items(E1, paths, DataSlices(synthetic_batches=["b1"]))
     override = ReviewOverride(batch="b1", reason="labels checked by hand", by="ana")
     pool, hashes = sliced_items(E1, paths, DataSlices(synthetic_batches=["b1"], override_review=[override]))

@@ -9,12 +9,41 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sv_shared.contracts.types import Item, ParseResult, ScoredSample
 
 if TYPE_CHECKING:
     from sv_shared.execution.dialogue import Episode
+
+EPISODE_SECTIONS: frozenset[str] = frozenset(
+    {"env_id", "name", "generation", "target_generation", "eval", "data", "synthetic", "checks", "dialogue", "tools"}
+)
+"""Config sections that shape what the model was shown or did (its items, prompt, generation, tools, counterparts):
+a re-score of stored answers cannot reflect a change to them."""
+
+EPISODE_DETAILS: tuple[str, ...] = ("tools", "transcript")
+"""What a tool-using episode adds to its final answer's verdict (the tool accounting and the transcript): a re-score
+keeps them as stored, since no tool is called again."""
+
+
+class StoredRecordError(ValueError):
+    """A stored record that lacks what re-scoring it needs (written by an older verifier): re-run the eval."""
+
+
+def stored_value(record: Mapping[str, Any], *path: str) -> Any:
+    """A value of a stored record (results.jsonl mapping) by its path; StoredRecordError names what is missing."""
+    value: Any = record
+    for depth, key in enumerate(path):
+        if not isinstance(value, Mapping) or key not in value:
+            raise StoredRecordError(
+                f"record {record.get('id')!r} has no {'.'.join(path[: depth + 1])}: it was written by an older "
+                "verifier and cannot be re-scored; re-run the eval"
+            )
+        value = value[key]
+    return value
+
 
 RewardFunction = Callable[..., list[float | None]]
 """TRL's reward-function shape: (prompts, completions, **dataset columns) → one float (or None: not applicable) per
@@ -39,6 +68,20 @@ class Verifier(ABC):
         """What else a score depends on (scanner versions, rule-set hashes), for every run's metadata."""
         return {}
 
+    def rescorable(self, section: str) -> bool:
+        """Whether `rescore` honours a change to this top-level config section: every section but those that shape
+        the episode itself (EPISODE_SECTIONS)."""
+        return section not in EPISODE_SECTIONS
+
+    @abstractmethod
+    def rescore(self, item: Item, record: Mapping[str, Any]) -> ScoredSample:
+        """The verdict this verifier gives a stored sample (a results.jsonl record) without calling any model, judge
+        or tool of the episode again: exactly what an eval under this verifier's config would have recorded."""
+
+    def rescore_many(self, items: Sequence[Item], records: Sequence[Mapping[str, Any]]) -> list[ScoredSample]:
+        """Re-score many stored samples; verifiers that batch their tools override this."""
+        return [self.rescore(item, record) for item, record in zip(items, records, strict=True)]
+
 
 class CompletionVerifier(Verifier):
     """Scores one completion for one item (single-turn answers, and the final answers of tool-using episodes)."""
@@ -54,6 +97,18 @@ class CompletionVerifier(Verifier):
     def score_many(self, items: Sequence[Item], completions: Sequence[str]) -> list[ScoredSample]:
         """Score many completions; verifiers that batch their tools (scanners, sandboxes) override this."""
         return [self.score(item, completion) for item, completion in zip(items, completions, strict=True)]
+
+    def rescore(self, item: Item, record: Mapping[str, Any]) -> ScoredSample:
+        return self.rescore_many([item], [record])[0]
+
+    def rescore_many(self, items: Sequence[Item], records: Sequence[Mapping[str, Any]]) -> list[ScoredSample]:
+        """The stored (final) answers scored again (one batch, as the eval scored them); a tool episode keeps its
+        stored tool accounting and transcript (EPISODE_DETAILS), as its rollout adds them to the verdict."""
+        texts = [stored_value(record, "completion") for record in records]
+        return [
+            replace(scored, details={**scored.details, **_episode_details(record)})
+            for scored, record in zip(self.score_many(items, texts), records, strict=True)
+        ]
 
     def reference_answer(self, item: Item) -> str | None:
         """The completion the item's gold label implies, written in the environment's output format; None when the
@@ -84,6 +139,11 @@ class CompletionVerifier(Verifier):
         return reward
 
 
+def _episode_details(record: Mapping[str, Any]) -> dict[str, Any]:
+    details = record.get("details") or {}
+    return {key: details[key] for key in EPISODE_DETAILS if key in details}
+
+
 def _completion_text(completion: Any) -> str:
     if isinstance(completion, str):
         return completion
@@ -93,7 +153,10 @@ def _completion_text(completion: Any) -> str:
 
 
 class DialogueVerifier(Verifier):
-    """Scores a finished dialogue (E5 attacks, E6 defenses) from its judged transcript."""
+    """Scores a finished dialogue (E5 attacks, E6 defenses) from its judged transcript.
+
+    Its `rescore` recomputes the reward from what the record stores of the judged dialogue (success, novelty,
+    outcome, coverage): the transcript is redacted, so the judge cannot read it again, and must not."""
 
     @abstractmethod
     def parse_turn(self, text: str) -> ParseResult:
