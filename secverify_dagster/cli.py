@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster import (
+    cli_ablate,
     cli_audit,
     cli_check,
     cli_experiment,
@@ -432,6 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_check.register(sub)
     cli_judges.register(sub)
     cli_audit.register(sub)
+    cli_ablate.register(sub)
     cli_review.register(sub)
     cli_synth.register(sub)
     cli_iterate.register(sub)

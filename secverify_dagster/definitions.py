@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from secverify_dagster.assets.ablations import build_ablations_asset
 from secverify_dagster.assets.benchmark_sheet import (
     benchmark_sheet_job,
     biweekly_benchmark_sheet,
@@ -13,7 +14,7 @@ from secverify_dagster.assets.checks import build_dataset_checks
 from secverify_dagster.assets.corpora import build_corpus_assets
 from secverify_dagster.assets.evals import build_eval_asset
 from secverify_dagster.assets.governance import build_governance_asset, govern
-from secverify_dagster.assets.keys import report_key
+from secverify_dagster.assets.keys import ablations_key, report_key
 from secverify_dagster.assets.redteam import judge_validation, tournament
 from secverify_dagster.assets.regression_checks import build_regression_check
 from secverify_dagster.assets.reports import build_report_asset
@@ -43,7 +44,10 @@ def _default_sources(env) -> list[str]:
 
 
 all_reports_job = dg.define_asset_job(
-    "reports_job", selection=dg.AssetSelection.assets(*(report_key(env.env_id) for env in ENVIRONMENTS))
+    "reports_job",
+    selection=dg.AssetSelection.assets(
+        *(key for env in ENVIRONMENTS for key in (ablations_key(env.env_id), report_key(env.env_id)))
+    ),
 )
 
 ASSETS = [
@@ -53,6 +57,7 @@ ASSETS = [
     judge_validation,
     tournament,
     *(build_report_asset(env) for env in ENVIRONMENTS),
+    *(build_ablations_asset(env) for env in ENVIRONMENTS),
     build_benchmark_sheet_asset(ENVIRONMENTS),
     *TRAINING_ASSETS,
     build_governance_asset(ENVIRONMENTS, RECIPES),

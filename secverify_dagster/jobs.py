@@ -12,6 +12,7 @@ from secverify_dagster.assets.evals import eval_run_config
 from secverify_dagster.assets.keys import (
     JUDGE_VALIDATION,
     TOURNAMENT,
+    ablations_key,
     curated_key,
     eval_key,
     raw_key,
@@ -76,4 +77,7 @@ tournament_job = dg.define_asset_job(
 
 
 def report_job(env_id: str) -> dg.UnresolvedAssetJobDefinition:
-    return dg.define_asset_job(f"{env_id}_report_job", selection=dg.AssetSelection.assets(report_key(env_id)))
+    # The ablation table is re-scored from the stored runs (no model call) just before the report that shows it.
+    return dg.define_asset_job(
+        f"{env_id}_report_job", selection=dg.AssetSelection.assets(ablations_key(env_id), report_key(env_id))
+    )

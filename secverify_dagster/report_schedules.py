@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from secverify_dagster.assets.keys import report_key
+from secverify_dagster.assets.keys import ablations_key, report_key
 from secverify_dagster.cadences import is_biweekly_week
 from secverify_dagster.report_scope import Cadence, Period, period_of
 from secverify_dagster.schedules import WEEKLY_ENVS
@@ -32,7 +32,8 @@ def report_request(cadence: Cadence, period: Period, env_ids: Sequence[str]) -> 
     config = {"cadence": cadence, "period": period.label}
     return dg.RunRequest(
         run_key=f"{cadence}-report:{period.label}",
-        asset_selection=[report_key(env_id) for env_id in envs],
+        # Each report with its ablation table, re-scored from the stored runs just before it.
+        asset_selection=[key for env_id in envs for key in (ablations_key(env_id), report_key(env_id))],
         run_config={"ops": {report_key(env_id).to_python_identifier(): {"config": config} for env_id in envs}},
         tags={"secverify/cadence": f"{cadence}-report", "secverify/period": period.label},
     )

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster.regression import MAX_RELATIVE_DROP, GateVerdict, UnjudgeableRunError, compare_runs
+from secverify_dagster.report_ablations import ablation_report_lines
 from secverify_dagster.report_html import render_html
 from secverify_dagster.report_operations import operations
 from secverify_dagster.report_runs import RunView, Selection, select_runs
@@ -421,6 +422,8 @@ def build_report(
         lines += robustness_lines(env, runs, robustness)
     operation_lines, operation_facts = operations(env, scope, evals_root, runs)
     lines += operation_lines
+    # The latest ablation table (the <env>/ablations asset or `secverify ablate` writes it beside the reports).
+    lines += ablation_report_lines(evals_root.parent / "reports" / env.env_id)
     if selection.excluded:
         lines += ["", "## Not in this report", ""]
         lines += [f"- {key}: {why}" for key, why in sorted(selection.excluded.items())]

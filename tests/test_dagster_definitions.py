@@ -16,6 +16,7 @@ from dagster._core.definitions.data_version import CachingStaleStatusResolver, S
 from secverify_dagster.assets.keys import (
     JUDGE_VALIDATION,
     TOURNAMENT,
+    ablations_key,
     checkpoint_key,
     curated_key,
     eval_key,
@@ -91,7 +92,8 @@ def test_evals_and_reports_read_only_their_own_environment() -> None:
         assert {_env_of(key) for key in _upstream(eval_key(env_id))} == {env_id}
     for env_id in ("e1", "e2", "e3", "e4"):
         assert {_env_of(key) for key in _upstream(report_key(env_id))} == {env_id}
-        assert GRAPH.get(report_key(env_id)).parent_keys == {eval_key(env_id)}
+        assert GRAPH.get(report_key(env_id)).parent_keys == {eval_key(env_id), ablations_key(env_id)}
+        assert GRAPH.get(ablations_key(env_id)).parent_keys == {eval_key(env_id)}
         # Re-curating one of them reaches only its own synthetic set, evals and report.
         downstream = dg.AssetSelection.assets(curated_key(env_id)).downstream().resolve(GRAPH)
         own = {
@@ -100,6 +102,7 @@ def test_evals_and_reports_read_only_their_own_environment() -> None:
             eval_key(env_id),
             report_key(env_id),
             synthetic_batch_key(env_id),
+            ablations_key(env_id),
         }
         # Downstream of every environment: the training lineage, governance and the benchmark sheet.
         assert {key for key in downstream if key.path[0] not in ("training", "governance", "benchmark_sheet")} == {
@@ -110,8 +113,8 @@ def test_evals_and_reports_read_only_their_own_environment() -> None:
         trained_on = {key for key in downstream if key.path[0] == "training"}
         assert trained_on == _checkpoints_reading(env_id)
     # Dialogue reports also show the latest tournament (its rounds are E5 dialogues).
-    assert GRAPH.get(report_key("e5")).parent_keys == {eval_key("e5"), TOURNAMENT}
-    assert GRAPH.get(report_key("e6")).parent_keys == {eval_key("e6"), TOURNAMENT}
+    assert GRAPH.get(report_key("e5")).parent_keys == {eval_key("e5"), ablations_key("e5"), TOURNAMENT}
+    assert GRAPH.get(report_key("e6")).parent_keys == {eval_key("e6"), ablations_key("e6"), TOURNAMENT}
 
 
 def test_the_only_edges_between_environments_are_the_declared_red_team_feedback() -> None:
@@ -149,6 +152,7 @@ def test_recurating_e1_leaves_e4_evals_and_report_fresh() -> None:
             materialized(curated_key(env_id))
             for model_id in models:
                 materialized(eval_key(env_id), model_id)
+            materialized(ablations_key(env_id))
             materialized(report_key(env_id))
         before = _stale_status(instance)
         assert before.get_status(eval_key("e4"), "phish-rules") == StaleStatus.FRESH

@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from secverify_dagster.assets.keys import eval_key, report_key
+from secverify_dagster.assets.keys import ablations_key, eval_key, report_key
 from secverify_dagster.assets.reports import build_report_asset
 from secverify_dagster.cli_report import register
 from secverify_dagster.regression import compare_runs
@@ -486,11 +486,13 @@ def test_report_schedules_ask_for_each_cadences_period_after_its_runs() -> None:
     by_name = {schedule.name: schedule for schedule in REPORT_SCHEDULES}
     weekly = _tick(by_name["weekly_report"], datetime(2026, 11, 23, 12, tzinfo=UTC))
     assert weekly.run_key == "weekly-report:2026-W48"
-    assert set(weekly.asset_selection) == {report_key(env_id) for env_id in ("e1", "e2", "e3", "e4")}
+    assert set(weekly.asset_selection) == {
+        key for env_id in ("e1", "e2", "e3", "e4") for key in (ablations_key(env_id), report_key(env_id))
+    }
     assert weekly.run_config["ops"]["e1__report"]["config"] == {"cadence": "weekly", "period": "2026-W48"}
     assert weekly.tags["secverify/cadence"] == "weekly-report"
     biweekly = _tick(by_name["biweekly_report"], datetime(2026, 11, 25, 12, tzinfo=UTC))
-    assert biweekly.run_key == "biweekly-report:2026-11-23" and len(biweekly.asset_selection) == 6
+    assert biweekly.run_key == "biweekly-report:2026-11-23" and len(biweekly.asset_selection) == 12
     assert isinstance(_tick(by_name["biweekly_report"], datetime(2026, 12, 2, 12, tzinfo=UTC)), dg.SkipReason)
     monthly = _tick(by_name["monthly_report"], datetime(2026, 12, 1, 9, tzinfo=UTC))
     assert monthly.run_key == "monthly-report:2026-11"  # the month that just ended

@@ -3,7 +3,7 @@
 import dagster as dg
 from pydantic import Field
 
-from secverify_dagster.assets.keys import TOURNAMENT, eval_run_writers, report_key
+from secverify_dagster.assets.keys import TOURNAMENT, ablations_key, eval_run_writers, report_key
 from secverify_dagster.report_html import inline_images
 from secverify_dagster.report_scope import Cadence, report_scope
 from secverify_dagster.reports import build_report, report_dir
@@ -23,9 +23,9 @@ class ReportConfig(dg.Config):
 
 
 def report_deps(env: Environment) -> list[dg.AssetKey]:
-    """What build_report reads: the environment's finished runs and, for dialogue environments, the latest
-    tournament's record (its rounds and success curves are a section of the report)."""
-    deps = eval_run_writers(env.env_id)
+    """What build_report reads: the environment's finished runs, its latest ablation table and, for dialogue
+    environments, the latest tournament's record (its rounds and success curves are a section of the report)."""
+    deps = [*eval_run_writers(env.env_id), ablations_key(env.env_id)]
     if isinstance(env.episodes, Dialogue) and TOURNAMENT not in deps:
         deps.append(TOURNAMENT)
     return deps
