@@ -25,8 +25,8 @@ from typing import Any, Final, Literal, get_args
 from secverify_dagster.report_html import render_html
 from secverify_dagster.report_runs import RunView, Selection, select_runs
 from secverify_dagster.report_scope import ReportScope, report_scope
-from secverify_dagster.reports import metric_value, new_report_dir
-from sv_shared.answers.metrics import ANSWERED_TAG
+from secverify_dagster.reports import new_report_dir
+from sv_shared.answers.metrics import ANSWERED_TAG, metric_value
 from sv_shared.answers.rate_intervals import confusion_rate_cis
 from sv_shared.answers.statistics import bootstrap_mean_ci
 from sv_shared.contracts import Environment

@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from secverify_dagster.reports import metric_value
+from sv_shared.answers.metrics import metric_value
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.config.experiments import Experiment
 from sv_shared.contracts import Dialogue, Environment

@@ -34,7 +34,7 @@ from secverify_dagster.report_scope import Period, ReportScope, report_scope
 from secverify_dagster.report_trajectories import report_trajectory_lines
 from secverify_dagster.report_views import robustness_lines, robustness_rows
 from secverify_dagster.tournament import rounds_markdown
-from sv_shared.answers.metrics import ITT_TAG, RATES_LEGEND, with_rates
+from sv_shared.answers.metrics import ITT_TAG, RATES_LEGEND, metric_value, with_rates
 from sv_shared.answers.plots import (
     plot_category_counts,
     plot_period_deltas,
@@ -103,16 +103,6 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
-
-
-def metric_value(metrics: Mapping[str, Any], key: str) -> Any:
-    """A metric by dotted key ("patch.applies_rate"); None where any part is missing."""
-    value: Any = metrics
-    for part in key.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
 
 
 def _metrics_table(env: Environment, runs: Sequence[RunView]) -> list[str]:

@@ -25,7 +25,7 @@ from sv_env_redteam_attack.config import Config, RewardSettings
 from sv_shared.answers.metrics import mean_or_none, paired_rate_columns, reward_summary
 from sv_shared.answers.novelty import mean_pairwise_distance, novelty
 from sv_shared.contracts import DialogueVerifier, Item, ParseResult, ScoredSample
-from sv_shared.contracts.verifier import stored_value
+from sv_shared.contracts.verifier import rescored_sample, stored_value
 from sv_shared.execution.dialogue import Episode, usage_totals
 from sv_shared.judging.manipulation import judge_directed
 from sv_shared.judging.measured import judged_rate
@@ -160,7 +160,6 @@ class RedteamAttackVerifier(DialogueVerifier):
     def rescore(self, item: Item, record: Mapping[str, Any]) -> ScoredSample:
         """The stored judged dialogue rewarded under this verifier's weights: its success (judge-directed dialogues
         already count as failures), the novelty measured when it was played, its turns and attacker characters."""
-        details = stored_value(record, "details")
         turns = stored_value(record, "details", "turns")
         reward, components = attack_reward(
             success=bool(stored_value(record, "components", "success")),
@@ -170,14 +169,7 @@ class RedteamAttackVerifier(DialogueVerifier):
             attacker_chars=stored_value(record, "details", "attacker_chars"),
             weights=self.weights,
         )
-        return ScoredSample(
-            item_id=record["id"],
-            reward=reward,
-            components=components,
-            parsed=record.get("parsed"),
-            error=record.get("error"),
-            details=dict(details),
-        )
+        return rescored_sample(record, reward, components)
 
     def rescorable(self, section: str) -> bool:
         # The novelty section is measured while the dialogue is played (against the archive of that time).

@@ -23,7 +23,7 @@ from sv_env_redteam_defense.config import Config, DefenseCosts
 from sv_env_redteam_defense.policy import load_policy_library
 from sv_shared.answers.metrics import mean_or_none, paired_rate_columns, reward_summary
 from sv_shared.contracts import DialogueVerifier, Item, ParseResult, ScoredSample
-from sv_shared.contracts.verifier import stored_value
+from sv_shared.contracts.verifier import rescored_sample, stored_value
 from sv_shared.execution.dialogue import Episode, usage_totals
 from sv_shared.judging.manipulation import judge_directed
 from sv_shared.judging.measured import judged_rate
@@ -288,14 +288,7 @@ class RedteamDefenseVerifier(DialogueVerifier):
         else:
             components["cost"] = outcome_cost(outcome, coverage, self.costs)
             reward = 1.0 - components["cost"]
-        return ScoredSample(
-            item_id=record["id"],
-            reward=reward,
-            components=components,
-            parsed=record.get("parsed"),
-            error=record.get("error"),
-            details=dict(record["details"]),
-        )
+        return rescored_sample(record, reward, components)
 
     def rescorable(self, section: str) -> bool:
         return section == "costs"

@@ -52,6 +52,16 @@ class Outcome:
         return self.prediction is not None and bool(self.prediction) == bool(self.truth)
 
 
+def metric_value(metrics: Mapping[str, Any], key: str) -> Any:
+    """A metric by dotted key ("rates.itt.accuracy", "patch.applies_rate"); None where any part is missing."""
+    value: Any = metrics
+    for part in key.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
 def mean_or_none(values: Iterable[float]) -> float | None:
     """Mean of the values, or None when there are none (an undefined mean is reported, not faked as 0)."""
     collected = [float(value) for value in values]

@@ -32,6 +32,18 @@ class StoredRecordError(ValueError):
     """A stored record that lacks what re-scoring it needs (written by an older verifier): re-run the eval."""
 
 
+def rescored_sample(record: Mapping[str, Any], reward: float, components: Mapping[str, float]) -> ScoredSample:
+    """A stored record with a new reward and components; its parsed answer, error and details are kept as stored."""
+    return ScoredSample(
+        item_id=stored_value(record, "id"),
+        reward=reward,
+        components=dict(components),
+        parsed=record.get("parsed"),
+        error=record.get("error"),
+        details=dict(stored_value(record, "details")),
+    )
+
+
 def stored_value(record: Mapping[str, Any], *path: str) -> Any:
     """A value of a stored record (results.jsonl mapping) by its path; StoredRecordError names what is missing."""
     value: Any = record

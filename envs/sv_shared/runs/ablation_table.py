@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sv_shared.answers.metrics import metric_value
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.config.reading import ConfigError
 from sv_shared.contracts import Environment
@@ -120,16 +121,6 @@ def compare(
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def metric_value(metrics: Mapping[str, Any], key: str) -> Any:
-    """A metric by dotted key ("rates.itt.accuracy"); None where any part is missing."""
-    value: Any = metrics
-    for part in key.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
 
 
 def reward_ablation_rows(
