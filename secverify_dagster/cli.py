@@ -84,6 +84,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from sv_shared.execution.cache import JsonCache
 
     experiment = cli_experiment.eval_experiment(args)
+    if experiment is None and args.env is None:
+        raise ValueError("give --env (or --experiment, which names its environment)")
     env = experiment.env if experiment else get_environment(args.env)
     registry = load_registry()
     models = _split_models(args.model + args.models) or _default_models(env, registry)
@@ -342,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(func=cmd_models)
 
     evaluate = sub.add_parser("eval", help="evaluate models on an environment; writes outputs/evals/<env>--<model>/")
-    evaluate.add_argument("--env", required=True, choices=ENV_IDS)
+    evaluate.add_argument("--env", choices=ENV_IDS, help="required unless --experiment names it")
     evaluate.add_argument("--model", action="append", default=[], help="registry model id (repeatable)")
     evaluate.add_argument("--models", action="append", default=[], help='space/comma-separated ids, e.g. "a b"')
     evaluate.add_argument("-n", "--n", type=int, default=None, help="items (default: the env's eval.default_n)")

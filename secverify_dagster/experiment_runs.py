@@ -43,7 +43,7 @@ def experiment_environment(experiment: Experiment) -> Environment:
 def experiment_eval(
     path: Path,
     *,
-    env_id: str,
+    env_id: str | None,
     n: int | None = None,
     seed: int | None = None,
     split: str | None = None,
@@ -52,7 +52,7 @@ def experiment_eval(
     """The eval the record at `path` describes; an n, seed or split given besides it must agree with it (a run is
     recorded as made from the experiment, so it must be the experiment's eval), on the embedded corpus's split."""
     experiment, ref = load_experiment(path)
-    if experiment.env != env_id:
+    if env_id is not None and experiment.env != env_id:
         raise ExperimentError(f"{ref.path} is an experiment on {experiment.env}, not {env_id}")
     if dataset != "embedded":
         raise ExperimentError(f"{ref.path} evaluates a split of the embedded corpus, not --dataset {dataset}")

@@ -334,3 +334,13 @@ def test_an_sft_experiment_keeps_only_the_synthetic_batches_it_names(root: Path,
     with pytest.raises(ExperimentError, match="takes only synthetic_batches"):
         inputs_with_splits = BASE | {"training": {"recipe": "sft/e1"}, "data": {"splits": ["dev"]}}
         training_inputs(write(root, inputs_with_splits))
+
+
+def test_secverify_eval_takes_the_environment_from_the_experiment(root: Path, capsys: pytest.CaptureFixture) -> None:
+    from secverify_dagster.cli import main
+
+    path = write(root, BASE)
+    assert main(["eval", "--experiment", str(path), "--model", "heuristic"]) == 0
+    assert "sv-env-network-logs × heuristic (n=4, seed=42" in capsys.readouterr().out
+    assert main(["eval", "--model", "heuristic"]) == 2
+    assert "give --env (or --experiment" in capsys.readouterr().err
