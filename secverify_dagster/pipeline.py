@@ -17,7 +17,7 @@ from pathlib import Path
 import dagster as dg
 
 from secverify_dagster.assets.evals import eval_run_config
-from secverify_dagster.assets.keys import eval_key
+from secverify_dagster.assets.keys import eval_key, report_key
 from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.models import load_registry, reachability
@@ -110,8 +110,8 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
     )
     _done(started, report)
     report_path = ""
-    for event in report.get_asset_materialization_events():
-        report_path = event.materialization.metadata["report"].value
+    for made in report.asset_materializations_for_node(report_key(env_id).to_python_identifier()):
+        report_path = made.metadata["report"].value
     print()
     print(f"eval runs:  {outputs_dir() / 'evals'}")
     print(f"datasets:   {outputs_dir() / 'datasets' / env_id}")

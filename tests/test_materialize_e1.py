@@ -78,8 +78,8 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
 
         report = defs.resolve_job_def("e1_report_job").execute_in_process(instance=instance)
         assert report.success
-        (event,) = report.get_asset_materialization_events()
-        report_path = Path(event.materialization.metadata["report"].value)
+        (made,) = report.asset_materializations_for_node("e1__report")
+        report_path = Path(made.metadata["report"].value)
         text = report_path.read_text()
         assert "| heuristic |" in text
         assert "## Robustness to missing fields" in text and "no-state" in text

@@ -28,5 +28,5 @@ def test_e4_lineage_eval_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
         report = defs.resolve_job_def("e4_report_job").execute_in_process(instance=instance)
         assert report.success
-        text = Path(report.get_asset_materialization_events()[0].materialization.metadata["report"].value).read_text()
+        text = Path(report.asset_materializations_for_node("e4__report")[0].metadata["report"].value).read_text()
         assert "| phish-rules |" in text and "grounding" in text

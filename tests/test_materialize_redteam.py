@@ -89,5 +89,5 @@ def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, mo
         assert Path(by_key["redteam/tournament"]["curves"].value).exists()
 
         report = defs.resolve_job_def("e5_report_job").execute_in_process(instance=instance)
-        text = Path(report.get_asset_materialization_events()[0].materialization.metadata["report"].value).read_text()
+        text = Path(report.asset_materializations_for_node("e5__report")[0].metadata["report"].value).read_text()
         assert "## Dialogues and judge" in text and "## Latest tournament" in text and "naive-complier" in text

@@ -103,8 +103,8 @@ def test_the_ui_shows_the_lineage_launches_an_eval_and_renders_the_report(
                 instance=instance, raise_on_error=False
             )
             assert report.success, f"{ENV_ID}_report_job failed"
-            (made,) = report.get_asset_materialization_events()
-            report_folder = Path(made.materialization.metadata["report"].value).parent
+            (made,) = report.asset_materializations_for_node(f"{ENV_ID}__report")
+            report_folder = Path(made.metadata["report"].value).parent
             plots = sorted(report_folder.rglob("*.png"))
             assert plots, f"the report wrote no plots in {report_folder}"
             _report_plots_render(page, url, plots)

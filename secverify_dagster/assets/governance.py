@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import dagster as dg
 from pydantic import Field, StringConstraints
 
-from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, checkpoint_key, report_key
+from secverify_dagster.assets.keys import BENCHMARK_SHEET, JUDGE_VALIDATION, TOURNAMENT, checkpoint_key, report_key
 from secverify_dagster.audit import Auditor, governance_record
 from secverify_dagster.audit_events import DagsterRecords
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
@@ -95,6 +95,14 @@ def _env_code_version(env: Environment, asset: str) -> str | None:
         return f"sft-data-{_digest(env.verifier.version, _sft_settings(env.env_id), sft_code)}"
     if asset == "eval_results":
         return f"{env.verifier.version}-{_digest(config)}"
+    if asset == "synthetic_batch":
+        modules = ("candidates", "batch_items", "batch_folder")
+        batch_code = (_file_bytes(f"sv_shared.training.{name}") for name in modules)
+        return f"batch-{_digest(env.verifier.version, config, *batch_code)}"
+    if asset == "ablations":
+        ablations = project_root() / "configs" / "ablations" / f"{env.env_id}.yaml"
+        table_code = (_file_bytes(f"sv_shared.runs.{name}") for name in ("ablations", "rescore", "ablation_table"))
+        return f"ablations-{_digest(env.verifier.version, config, ablations.read_bytes(), *table_code)}"
     return None
 
 
@@ -122,6 +130,8 @@ def asset_code_version(key: dg.AssetKey) -> str | None:
     if key == GOVERNANCE_KEY:
         modules = ("audit", "audit_links", "audit_datasets", "audit_events")
         return f"audit-{_digest(*(_file_bytes(f'secverify_dagster.{name}') for name in modules))}"
+    if key == BENCHMARK_SHEET:
+        return f"sheet-{_digest(_file_bytes('secverify_dagster.benchmark_sheet'), _report_version())}"
     if any("report" in part for part in path):
         return _report_version()
     if len(path) == 2 and path[0] in ENV_IDS:
