@@ -77,6 +77,7 @@ def _progress_printer(label: str):
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from secverify_dagster.report_trajectories import write_run_page
     from secverify_dagster.report_views import UnknownViewError, view_dataset, view_evals_root
     from secverify_dagster.reports import summary_lines
     from secverify_dagster.resources.models import load_registry
@@ -147,6 +148,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     f"scored: {shown} (why: errors.jsonl)"
                 )
             _print(f"  status {outcome.status} · run folder {outcome.run_dir}")
+            _print(f"  trajectories {write_run_page(env, outcome.run_dir).path}")
             failures += outcome.status != "complete"
     finally:
         if cache is not None:

@@ -30,6 +30,8 @@ def test_eval_writes_the_run_and_skips_unreachable_models(outputs: Path, capsys)
     (run_dir,) = (outputs / "evals" / "sv-env-network-logs--heuristic").iterdir()
     assert str(run_dir) in printed
     assert len(RunFolder(run_dir).read_results()) == 10
+    # Its trajectory page, as the eval asset writes it.
+    assert f"trajectories {run_dir / 'trajectories.html'}" in printed and (run_dir / "trajectories.html").is_file()
     # The same command again resumes the same (complete) run: nothing new is generated.
     assert main(["eval", "--env", "e1", "--model", "heuristic", "-n", "10"]) == 0
     assert len(list((outputs / "evals" / "sv-env-network-logs--heuristic").iterdir())) == 1
