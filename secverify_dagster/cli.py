@@ -412,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a recipe (configs/sft|rlft/<recipe>.yaml) into a checkpoint")
     train.add_argument("kind", nargs="?", choices=("sft", "rlft"))
     train.add_argument("recipe", nargs="?", help="the recipe's name (its file name without .yaml)")
-    train.add_argument("--experiment", help="train configs/experiments/<env>/<date>.yaml's recipe (in this process)")
+    train.add_argument("--experiment", help="train configs/experiments/<env>/<date>.yaml's recipe with its changes")
     train.set_defaults(func=cmd_train)
 
     checkpoints = sub.add_parser("checkpoints", help="trained checkpoints, their parents and promotion status")

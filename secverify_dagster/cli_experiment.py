@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from secverify_dagster.experiment_runs import ExperimentEval
@@ -28,17 +27,14 @@ def eval_experiment(args: argparse.Namespace) -> ExperimentEval | None:
 
 
 def cmd_train_experiment(args: argparse.Namespace) -> int:
-    """`secverify train --experiment PATH`: the experiment's recipe trained in this process (no Dagster run)."""
-    from secverify_dagster.experiment_runs import train_from_experiment
-    from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.training import TrainingError, TrainingPaths
+    """`secverify train --experiment PATH`: the experiment's recipe trained through the asset graph, as
+    `secverify train <kind> <recipe>` is (its SFT dataset, the checkpoint and its safety scan), with the record's
+    overrides, data slices and reward change; the checkpoint's manifest records the record's path and hash."""
+    from secverify_dagster.experiment_runs import training_inputs
+    from secverify_dagster.pipeline import run_training
 
     if args.kind or args.recipe:
         raise ValueError("--experiment names the recipe itself: give either <kind> <recipe> or --experiment")
-    try:
-        manifest = train_from_experiment(Path(args.experiment), paths=TrainingPaths.default(), registry=load_registry())
-    except TrainingError as error:
-        print(f"secverify train: {error}", file=sys.stderr)
-        return 1
-    print(f"checkpoint {manifest.model_id} (experiment {manifest.experiment.path if manifest.experiment else '–'})")
-    return 0
+    path = Path(args.experiment)
+    kind, inputs = training_inputs(path)
+    return run_training(kind, inputs.recipe.name, experiment=path)

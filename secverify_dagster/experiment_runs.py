@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from secverify_dagster.resources.models import ModelSpec
-from secverify_dagster.training import ExperimentInputs, TrainingPaths, train_rlft, train_sft
+from secverify_dagster.training import ExperimentInputs
 from sv_shared.config.experiments import Experiment, ExperimentError, experiment_recipe, load_experiment
 from sv_shared.contracts import Environment
 from sv_shared.registry import build_environment, get_environment
 from sv_shared.runs.schema import ExperimentRef
-from sv_shared.training.checkpoints import CheckpointManifest
 from sv_shared.training.recipes import shaped_env_config
 
 
@@ -72,18 +69,3 @@ def training_inputs(path: Path) -> tuple[str, ExperimentInputs]:
     recipe = experiment_recipe(experiment, source=ref.path)
     kind = experiment.training.kind if experiment.training else "sft"
     return kind, ExperimentInputs(ref=ref, env_id=experiment.env, recipe=recipe, slices=experiment.data)
-
-
-def train_from_experiment(
-    path: Path,
-    *,
-    paths: TrainingPaths,
-    registry: Mapping[str, ModelSpec],
-    log: Callable[[str], None] = print,
-) -> CheckpointManifest:
-    """Train the experiment's recipe (its overrides, data slices and reward change applied) into a checkpoint whose
-    manifest records the experiment."""
-    kind, inputs = training_inputs(path)
-    train = train_sft if kind == "sft" else train_rlft
-    log(f"experiment {inputs.ref.path} ({inputs.ref.sha256[:12]}…): {kind} recipe {inputs.recipe.name}")
-    return train(inputs.recipe.name, paths=paths, registry=registry, log=log, experiment=inputs)

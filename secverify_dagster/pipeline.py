@@ -124,15 +124,20 @@ SCAN_FAILED = 3
 """`secverify train`'s exit status when the checkpoint was made but its safety scan failed (it cannot be promoted)."""
 
 
-def run_training(kind: str, recipe_name: str) -> int:
+def run_training(kind: str, recipe_name: str, experiment: Path | None = None) -> int:
     """Train one recipe through the asset graph (so the checkpoint and its lineage show in the UI): each of its
     environments' data lineage where its curated splits are missing, their SFT datasets (SFT recipes), the
-    checkpoint, and its blocking safety scan."""
+    checkpoint, and its blocking safety scan. `experiment`: a record naming this recipe, whose overrides, data slices
+    and reward change the checkpoint is trained with (and whose ref its manifest carries)."""
     from secverify_dagster.assets.keys import checkpoint_key, curated_key, sft_dataset_key
     from secverify_dagster.training import load_promotion_config
     from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe
 
     recipe = load_sft_recipe(recipe_name) if kind == "sft" else load_rlft_recipe(recipe_name)
+    run_config = dict(_QUIET)
+    if experiment is not None:
+        op = checkpoint_key(kind, recipe.name).to_python_identifier()
+        run_config["ops"] = {op: {"config": {"experiment": str(experiment)}}}
     instance = prepare_instance()
     # The recipe's environments, and the one the safety scan plays.
     for env_id in dict.fromkeys([*recipe.envs, load_promotion_config().safety_scan.env]):
@@ -153,7 +158,7 @@ def run_training(kind: str, recipe_name: str) -> int:
     result = job.execute_in_process(
         instance=instance,
         asset_selection=selection,
-        run_config=_QUIET,
+        run_config=run_config,
         raise_on_error=False,
     )
     detail, trained = "", False

@@ -344,3 +344,23 @@ def test_secverify_eval_takes_the_environment_from_the_experiment(root: Path, ca
     assert "sv-env-network-logs × heuristic (n=4, seed=42" in capsys.readouterr().out
     assert main(["eval", "--model", "heuristic"]) == 2
     assert "give --env (or --experiment" in capsys.readouterr().err
+
+
+def test_secverify_train_with_an_experiment_trains_through_the_checkpoint_asset(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dagster as dg
+
+    import secverify_dagster.pipeline as pipeline
+    from secverify_dagster.assets.training import _experiment_inputs
+    from secverify_dagster.cli import main
+
+    path = write(root, BASE | {"training": {"recipe": "sft/e1", "overrides": {"max_steps": 3}}})
+    asked: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(pipeline, "run_training", lambda *args, **kwargs: asked.append((*args, kwargs)) or 0)
+    assert main(["train", "--experiment", str(path)]) == 0
+    assert asked == [("sft", "e1", {"experiment": path})]
+    # The asset takes the record's recipe (its overrides applied) and refuses a record of another recipe.
+    assert _experiment_inputs(str(path), "sft", "e1").recipe.max_steps == 3
+    with pytest.raises(dg.Failure, match="trains sft/e1, not rlft/e1"):
+        _experiment_inputs(str(path), "rlft", "e1")

@@ -7,6 +7,7 @@ approved it (the `approve_checkpoint` job, or `secverify approve`).
 """
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
@@ -20,9 +21,11 @@ from secverify_dagster.assets.keys import (
     synthetic_key,
 )
 from secverify_dagster.concurrency import training_pool
+from secverify_dagster.experiment_runs import training_inputs
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
 from secverify_dagster.training import (
+    ExperimentInputs,
     SftDatasetSettings,
     TrainingError,
     TrainingPaths,
@@ -35,6 +38,7 @@ from secverify_dagster.training import (
     train_rlft,
     train_sft,
 )
+from sv_shared.config import ConfigError
 from sv_shared.contracts import CompletionVerifier, Environment
 from sv_shared.data.review import ReviewError
 from sv_shared.data.review_decisions import ReviewSettings
@@ -135,6 +139,7 @@ def _checkpoint_metadata(manifest: CheckpointManifest, run_dir: Any) -> dict[str
         "reward_weights": dg.MetadataValue.json(manifest.reward_weights),
         "metrics": dg.MetadataValue.json(manifest.metrics),
         "code_version": manifest.code_version,
+        "experiment": dg.MetadataValue.json(manifest.experiment.as_dict() if manifest.experiment else None),
         "promoted": False,
     }
 
@@ -164,6 +169,24 @@ def gpu_op_tags(recipe: SftRecipe | RlftRecipe) -> dict[str, Any]:
     }
 
 
+class CheckpointConfig(dg.Config):
+    experiment: str | None = None
+    """An experiment record (configs/experiments/<env>/<date>.yaml) that trains this recipe: its overrides, data
+    slices and reward change apply, and the checkpoint's manifest records it (`secverify train --experiment`)."""
+
+
+def _experiment_inputs(path: str | None, kind: str, recipe_name: str) -> ExperimentInputs | None:
+    if path is None:
+        return None
+    try:
+        named_kind, inputs = training_inputs(Path(path))
+    except (ConfigError, TrainingError) as error:
+        raise dg.Failure(str(error)) from error
+    if (named_kind, inputs.recipe.name) != (kind, recipe_name):
+        raise dg.Failure(f"{path} trains {named_kind}/{inputs.recipe.name}, not {kind}/{recipe_name}")
+    return inputs
+
+
 def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
     kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
     data_deps = (
@@ -186,6 +209,7 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
     )
     def checkpoint(
         context: dg.AssetExecutionContext,
+        config: CheckpointConfig,
         models: ModelRegistryResource,
         artifacts: ArtifactStoreResource,
         tracking: TrackingResource,
@@ -193,6 +217,7 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
     ) -> dg.MaterializeResult:
         paths = TrainingPaths(artifacts.base())
         train = train_sft if kind == "sft" else train_rlft
+        experiment = _experiment_inputs(config.experiment, kind, recipe.name)
         try:
             with gpu.visible_devices():
                 manifest = train(
@@ -202,6 +227,7 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
                     report_to=tracking.report_to(),
                     log=context.log.info,
                     gpu=gpu.settings(),
+                    experiment=experiment,
                 )
         except TrainingError as error:
             raise dg.Failure(str(error)) from error
