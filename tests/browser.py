@@ -28,7 +28,7 @@ from sv_shared.data.files import write_bytes_atomic
 T = TypeVar("T")
 
 CHROMIUM = Path("/usr/bin/chromium")
-WINDOW = (1600, 1000)
+WINDOW = (1600, 1400)
 SETTLE_MS = 150
 """How long an element must keep still before it counts as shown (layout settles as a page's data arrives)."""
 
