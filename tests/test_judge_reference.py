@@ -113,3 +113,29 @@ def test_reference_rows_are_measured_without_refusal_labels(tmp_path: Path) -> N
         result = validate_judge(judge, rows, category_hint=False)
         assert result["unsafe"]["n_positive"] == 1 and result["unsafe"]["n_negative"] == 1
         assert result["refusal"]["n_positive"] + result["refusal"]["n_negative"] == 0
+
+
+def test_the_cache_lookup_asks_no_hub_even_when_the_libraries_were_imported_online(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A training step or a loader may have imported `datasets` before any offline switch was set: the lookup of the
+    cached judge-comparison set must still send nothing off the machine (it once asked the hub from a safety scan)."""
+    import socket
+
+    import datasets.config
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    looked_up: list[str] = []
+
+    def refuse(host: object, *args: object, **kwargs: object) -> None:
+        looked_up.append(str(host))
+        raise OSError(f"test: no lookup of {host}")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
+    assert find_reference({}) is None
+    assert looked_up == []
+    # The libraries' own switches are as they were afterwards: a real corpus loader may still reach its hub.
+    assert datasets.config.HF_HUB_OFFLINE is False and huggingface_hub.constants.HF_HUB_OFFLINE is False

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sv_shared.data.hub_cache import cache_only
 from sv_shared.data.jbb import jbb_hazard
 from sv_shared.judging.validation import UNSPECIFIED_CATEGORY, ValidationRow
 
@@ -97,14 +98,13 @@ def _read_table(path: Path) -> list[dict[str, Any]]:
         path = path / JBB_JUDGE_FILE
     if not path.is_file():
         raise FileNotFoundError(f"no judge-comparison file at {path}")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from datasets import load_dataset
 
     builder = {".csv": "csv", ".parquet": "parquet", ".jsonl": "json", ".json": "json"}.get(path.suffix.lower())
     if builder is None:
         raise ReferenceFormatError(f"{path}: expected .csv, .parquet or .jsonl")
-    return list(load_dataset(builder, data_files=str(path), split="train"))
+    with cache_only():
+        return list(load_dataset(builder, data_files=str(path), split="train"))
 
 
 def load_judge_comparison(path: str | Path | None = None) -> ReferenceSet:
@@ -113,11 +113,10 @@ def load_judge_comparison(path: str | Path | None = None) -> ReferenceSet:
         records = _read_table(Path(path))
         source = f"{JBB_DATASET_ID} ({JBB_JUDGE_CONFIG}) local mirror {path}"
     else:
-        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from datasets import load_dataset
 
-        records = list(load_dataset(JBB_DATASET_ID, JBB_JUDGE_CONFIG, split=JBB_JUDGE_SPLIT))
+        with cache_only():
+            records = list(load_dataset(JBB_DATASET_ID, JBB_JUDGE_CONFIG, split=JBB_JUDGE_SPLIT))
         source = f"{JBB_DATASET_ID} ({JBB_JUDGE_CONFIG}, split {JBB_JUDGE_SPLIT}) from the datasets cache"
     rows = judge_comparison_rows(records, str(path or JBB_DATASET_ID))
     return ReferenceSet(
