@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -367,11 +368,13 @@ def _checkpoint(root: Path, recipe: dict, *, parent: str = "smollm2-135m-instruc
         return finish_training_run(run, manifest)
 
 
-def _copy_run_as(run: FinishedRun, evals_root: Path, model_id: str, reward_shift: float) -> None:
-    target = evals_root / f"sv-env-network-logs--{model_id}" / run.run_id
+def _copy_run_as(
+    run: FinishedRun, evals_root: Path, model_id: str, reward_shift: float, **metadata_changes: Any
+) -> None:
+    target = evals_root / f"sv-env-network-logs--{model_id}" / (metadata_changes.get("run_id") or run.run_id)
     target.mkdir(parents=True)
     folder = RunFolder(target)
-    folder.write_metadata(run.metadata.replace(model=run.metadata.model.replace(id=model_id)))
+    folder.write_metadata(run.metadata.replace(model=run.metadata.model.replace(id=model_id), **metadata_changes))
     folder.write_summary(run.summary().replace(model=model_id))
     records = [
         record.replace(model=model_id, reward=min(1.0, record.reward + reward_shift)) for record in run.records()
@@ -397,6 +400,18 @@ def test_the_training_section_compares_an_ablated_checkpoint_with_the_same_recip
     assert compared.reward["delta"] == pytest.approx(-0.1, abs=0.02) and compared.reward["ci_high"] < 0
     assert "no checkpoint of the same recipe without an ablation" in rows[other.model_id].problem
     assert table.reward_rows == [] and table.training_note is None
+    # A later run scored under the ablated reward (an experiment's fast eval) is not the checkpoint's measure.
+    run_config = stored_runs["e1"].metadata.config
+    ablated_config = run_config | {"reward_weights": run_config["reward_weights"] | {"calibration": 0.0}}
+    later = [
+        *stored_runs["e1"].metadata.sessions[:-1],
+        stored_runs["e1"].metadata.sessions[-1].replace(started_at="2999-01-01T00:00:00+00:00"),
+    ]
+    _copy_run_as(
+        stored_runs["e1"], evals, ablated.model_id, 0.3, run_id="ablated-reward", config=ablated_config, sessions=later
+    )
+    again = build_table(env, [], evals_root=evals, checkpoints_root=checkpoints, code_version="test")
+    assert {row.model: row for row in again.training_rows}[ablated.model_id].reward == compared.reward
 
 
 def test_the_report_section_and_the_asset_show_the_latest_table(

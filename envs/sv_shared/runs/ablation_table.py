@@ -14,6 +14,7 @@ Written as markdown and JSON under outputs/reports/<env>/ablations/ (atomically:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -180,8 +181,11 @@ def _comparable_recipe(manifest: CheckpointManifest) -> dict[str, Any]:
     return {key: value for key, value in manifest.recipe.items() if key not in RECIPE_FIELDS_AN_ABLATION_CHANGES}
 
 
-def _latest_run(evals_root: Path, env: Environment, model_id: str) -> FinishedRun | None:
-    runs = complete_runs(evals_root, env.name, model_id)
+def _latest_default_run(evals_root: Path, env: Environment, model_id: str) -> FinishedRun | None:
+    """The checkpoint's latest complete run scored under the environment's own config: a training ablation is judged
+    by the reward every model is measured with, never by the ablated reward it was trained (or fast-evaluated) on."""
+    default = json.loads(json.dumps(env.config.as_dict()))
+    runs = [run for run in complete_runs(evals_root, env.name, model_id) if run.metadata.config == default]
     return max(runs, key=lambda run: run.metadata.started_at) if runs else None
 
 
@@ -203,7 +207,7 @@ def training_ablation_rows(
             and (other.parent_model, other.stage) == (manifest.parent_model, manifest.stage)
             and _comparable_recipe(other) == _comparable_recipe(manifest)
         ]
-        name = f"{ablation} ({manifest.model_id})"
+        name = ablation
         if not twins:
             why = (
                 f"no checkpoint of the same recipe without an ablation (parent {manifest.parent_model}, "
@@ -213,11 +217,12 @@ def training_ablation_rows(
             continue
         twin = twins[-1]
         extra["baseline_model"] = twin.model_id
-        variant_run = _latest_run(evals_root, env, manifest.model_id)
-        baseline_run = _latest_run(evals_root, env, twin.model_id)
+        name = f"{ablation} (vs {twin.model_id})"
+        variant_run = _latest_default_run(evals_root, env, manifest.model_id)
+        baseline_run = _latest_default_run(evals_root, env, twin.model_id)
         missing = [model for model, run in ((manifest.model_id, variant_run), (twin.model_id, baseline_run)) if not run]
         if missing:
-            why = f"no complete eval run on {env.env_id} of {', '.join(missing)}"
+            why = f"no complete eval run on {env.env_id} under its default config of {', '.join(missing)}"
             rows.append(Comparison(manifest.model_id, name, "", "", 0, None, problem=why, **extra))
             continue
         if variant_run.metadata.dataset.hash != baseline_run.metadata.dataset.hash:
@@ -345,7 +350,7 @@ def markdown(table: AblationTable) -> str:
     lines += ["", "## Reward ablations: stored completions re-scored (no model called)", ""]
     lines += _row_lines(table.reward_rows, "Ablation") if table.reward_rows else ["No complete eval run to re-score."]
     lines += ["", "## Training ablations: checkpoints trained under an ablation vs the same recipe without", ""]
-    lines += _row_lines(table.training_rows, "Ablation (checkpoint)") if table.training_rows else [table.training_note]
+    lines += _row_lines(table.training_rows, "Ablation (vs)") if table.training_rows else [table.training_note]
     return "\n".join(lines) + "\n"
 
 
