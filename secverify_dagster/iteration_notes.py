@@ -128,6 +128,13 @@ def check_same_items(baseline: FinishedRun, candidate: FinishedRun) -> list[str]
             f"runs {a.run_id} and {b.run_id} did not draw the same items ({'; '.join(problems)}): a paired "
             "comparison needs both runs on the same items with the same seed (same split, N and seed)"
         )
+    if a.config != b.config:
+        changed = sorted(key for key in {*a.config, *b.config} if a.config.get(key) != b.config.get(key))
+        raise IterationNoteError(
+            f"runs {a.run_id} and {b.run_id} were scored under different configs ({', '.join(changed)} differ): "
+            "their rewards are not comparable; evaluate both models under one config (a reward tweak's effect on "
+            "stored answers is an ablation: `secverify ablate`)"
+        )
     return sorted(ids_a)
 
 

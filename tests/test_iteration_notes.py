@@ -27,6 +27,7 @@ from sv_shared.answers.statistics import paired_bootstrap
 from sv_shared.config import project_root
 from sv_shared.config.experiments import load_experiment
 from sv_shared.registry import get_environment
+from sv_shared.runs.ablations import ablated_environment, load_ablation
 
 SHIPPED = Path("configs/experiments/e1/2026-11-24.yaml")
 TODAY = date(2026, 11, 24)
@@ -41,12 +42,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     spec = load_registry()["heuristic"]
     evals = outputs / "evals"
 
-    def run(seed: int, view: str | None = None) -> str:
+    def run(seed: int, view: str | None = None, scored_by: Any = env) -> str:
         dataset = embedded_dataset(env, split="test", seed=seed)
         root = evals
         if view:
             dataset, root = view_dataset(env, dataset, view), view_evals_root(evals, view)
-        outcome = EvalRunner(env, spec, evals_root=root).run(dataset, n=4, seed=seed)
+        outcome = EvalRunner(scored_by, spec, evals_root=root).run(dataset, n=4, seed=seed)
         assert outcome.status == "complete"
         return outcome.metadata.run_id
 
@@ -57,6 +58,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "baseline": run(42),
         "candidate": run(42, "no-state"),
         "other_items": run(7),
+        "other_reward": run(42, scored_by=ablated_environment(load_ablation("e1", "no-calibration"))),
     }
 
 
@@ -111,6 +113,11 @@ def test_a_note_from_two_runs_on_the_same_items(runs: dict[str, Any], tmp_path: 
 def test_runs_on_different_items_are_refused(runs: dict[str, Any], tmp_path: Path) -> None:
     with pytest.raises(IterationNoteError, match=r"did not draw the same items.*seed 42 vs 7"):
         facts_for(runs, candidate="other_items")
+
+
+def test_runs_scored_under_different_reward_configs_are_refused(runs: dict[str, Any]) -> None:
+    with pytest.raises(IterationNoteError, match=r"different configs \(reward_weights differ\)"):
+        facts_for(runs, candidate="other_reward")
 
 
 def test_without_an_experiment_the_hypothesis_is_a_marked_placeholder(runs: dict[str, Any], tmp_path: Path) -> None:
