@@ -107,10 +107,6 @@ RUNNER_FAILURES = frozenset({"scoring", "episode", "unwritable"})
 """The kinds of the runner's own failures (the others come from the model, a counterpart or the judge)."""
 
 
-class RunMismatchError(ValueError):
-    """A run folder exists for this run id but was made with different inputs (the command names another id)."""
-
-
 @dataclass(frozen=True)
 class EvalDataset:
     """The frame an eval draws its items from, and where it came from (recorded in metadata)."""
@@ -828,15 +824,7 @@ class EvalRunner:
         session = Session(
             started_at=now, code_version=version, dirty_paths=dirty_paths() if version.endswith("-dirty") else None
         )
-        if folder.metadata_path.exists():
-            previous = folder.read_metadata()
-            if previous.fingerprint_hash != fingerprint_hash:
-                raise RunMismatchError(
-                    f"{folder.path} holds a run with different inputs (fingerprint {previous.fingerprint_hash}, "
-                    f"now {fingerprint_hash}); choose another --run-id"
-                )
-            resumed = previous.replace(sessions=[*previous.sessions, session], status="running")
-            folder.write_metadata(resumed)
+        if resumed := folder.resume(fingerprint_hash, session):
             return resumed
         metadata = RunMetadata(
             run_id=run_id,

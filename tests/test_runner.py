@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ProviderError, load_registry, open_client
-from secverify_dagster.runner import EvalRunner, RunMismatchError, embedded_dataset, select_items
+from secverify_dagster.runner import EvalRunner, embedded_dataset, select_items
 from sv_shared.contracts import ToolUse
 from sv_shared.registry import get_environment
-from sv_shared.runs.folder import RunFolder
+from sv_shared.runs.folder import RunFolder, RunMismatchError
 from sv_shared.runs.schema import ModelIdentity, ResultRecord
 
 ENV = get_environment("e1")

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sv_shared.data.files import append_bytes, exclusive, json_text, write_json_atomic, write_text_atomic
-from sv_shared.runs.schema import ErrorRecord, RecordModel, ResultRecord, RunMetadata, RunRecordError, RunSummary
+from sv_shared.runs.schema import (
+    ErrorRecord,
+    RecordModel,
+    ResultRecord,
+    RunMetadata,
+    RunRecordError,
+    RunSummary,
+    Session,
+)
 
 R = TypeVar("R", bound=RecordModel)
 
@@ -109,6 +117,10 @@ def write_jsonl(path: Path, records: Iterable[RecordModel]) -> None:
     write_text_atomic(path, "".join(jsonl_line(record) for record in records))
 
 
+class RunMismatchError(ValueError):
+    """A run folder exists for this run but was made from other inputs (its fingerprint differs)."""
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """outputs/evals/<env name>--<model id>/<run id>/ and its four files, read and written typed."""
@@ -146,6 +158,21 @@ class RunFolder:
 
     def write_metadata(self, metadata: RunMetadata) -> None:
         write_json(self.metadata_path, metadata.as_dict())
+
+    def resume(self, fingerprint_hash: str, session: Session) -> RunMetadata | None:
+        """The folder's run with `session` appended and status running (written back), or None for a new folder.
+        Raises RunMismatchError when the folder holds a run made from other inputs. Call under the folder's lock."""
+        if not self.metadata_path.exists():
+            return None
+        previous = self.read_metadata()
+        if previous.fingerprint_hash != fingerprint_hash:
+            raise RunMismatchError(
+                f"{self.path} holds a run with different inputs (fingerprint {previous.fingerprint_hash}, now "
+                f"{fingerprint_hash}); give the new run another folder (secverify eval --run-id)"
+            )
+        resumed = previous.replace(sessions=[*previous.sessions, session], status="running")
+        self.write_metadata(resumed)
+        return resumed
 
     def read_summary(self) -> RunSummary:
         return RunSummary.parse(read_json(self.summary_path), str(self.summary_path))

@@ -209,15 +209,7 @@ def _start_metadata(
     fingerprint_hash: str,
     session: Session,
 ) -> RunMetadata:
-    if folder.metadata_path.exists():
-        previous = folder.read_metadata()
-        if previous.fingerprint_hash != fingerprint_hash:
-            raise RescoreError(
-                f"{folder.path} holds a re-score with other inputs (fingerprint {previous.fingerprint_hash}, now "
-                f"{fingerprint_hash})"
-            )
-        resumed = previous.replace(sessions=[*previous.sessions, session], status="running")
-        folder.write_metadata(resumed)
+    if resumed := folder.resume(fingerprint_hash, session):
         return resumed
     source = run.metadata
     # The source's provenance of what produced the answers (model, generation, dataset, counterparts, judge) is
