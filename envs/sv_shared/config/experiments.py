@@ -169,10 +169,6 @@ class Experiment(ConfigModel):
         return lines
 
 
-def experiments_dir(env_id: str, root: Path | None = None) -> Path:
-    return (root or project_root()) / "configs" / "experiments" / env_id
-
-
 def _relative(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
