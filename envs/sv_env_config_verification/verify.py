@@ -547,7 +547,7 @@ class ConfigVerifier(CompletionVerifier):
     the scanners is expensive and many uses of the environment (prompts, splits) never need them. The data
     loaders, the tool-oracle baseline and the tool episodes share it through `oracle`."""
 
-    version = "e2-verifier-2"
+    version = "e2-verifier-3"
 
     def __init__(self, config: Config, *, oracle: Oracle | None = None) -> None:
         self.settings = VerifierSettings.from_config(config)

@@ -48,12 +48,19 @@ class RewardWeights:
             raise ValueError("reward weights must not all be zero")
 
     def combine(self, components: Mapping[str, float]) -> float:
-        """Weighted mean over the configured components; a configured component that is missing is an error."""
+        """Weighted mean over the configured components; a configured component that is missing is an error.
+
+        Summed as Σ (w/Σw)·c in config order, the sum a weighted rubric computes (verifiers' Trace.reward): the same
+        completion then earns bit-identical rewards here and through the interop layer (secverify.interop)."""
         missing = set(self.weights) - set(components)
         if missing:
             raise KeyError(f"reward components missing: {sorted(missing)}")
+        return sum(weight * components[name] for name, weight in self.normalized().items())
+
+    def normalized(self) -> dict[str, float]:
+        """Each weight over their sum, in config order: what one component can add to a reward of at most 1."""
         total = sum(self.weights.values())
-        return sum(weight * components[name] for name, weight in self.weights.items()) / total
+        return {name: weight / total for name, weight in self.weights.items()}
 
 
 def classification_components(
