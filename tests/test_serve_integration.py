@@ -2,87 +2,33 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+from served_model import ServedModel
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ModelSpec, open_client
 
 pytestmark = pytest.mark.slow
 
-STARTUP_TIMEOUT_S = 300.0
 QUESTION = "Name one TCP port used by SSH."
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _transformers_cli() -> list[str]:
-    script = Path(sys.executable).parent / "transformers"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("transformers")
-    if found is None:
-        pytest.skip("the transformers CLI is not installed (pip install 'transformers[serving]')")
-    return [found]
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def test_export_is_a_plain_transformers_folder_and_idempotent(exported_smollm2: Path) -> None:
     from secverify_dagster.resources.models.local_model import export_hf_folder
 
-    dest = tmp_path_factory.mktemp("export") / "smollm2-135m-instruct"
-    folder = export_hf_folder(dest)
+    folder = exported_smollm2
     assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
     assert "quantization_config" not in (folder / "config.json").read_text(encoding="utf-8")
     started = time.perf_counter()
-    assert export_hf_folder(dest) == folder  # idempotent: a complete export is not redone
+    assert export_hf_folder(folder) == folder  # a complete export is not redone
     assert time.perf_counter() - started < 1.0
-    return folder
 
 
-@pytest.fixture(scope="module")
-def served(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """(base_url, served model name): the folder is pinned as the server's model; requests name it exactly."""
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    command = [*_transformers_cli(), "serve", str(exported), "--host", "127.0.0.1", "--port", str(port)]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        started = time.perf_counter()
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.perf_counter() - started > STARTUP_TIMEOUT_S:
-                pytest.fail(f"transformers serve not up after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
-        print(f"transformers serve answered /health after {time.perf_counter() - started:.1f} s")
-        yield f"http://127.0.0.1:{port}/v1", str(exported)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+@pytest.fixture
+def served(served_smollm2: ServedModel) -> tuple[str, str]:
+    return served_smollm2.base_url, served_smollm2.model
 
 
 def test_client_completes_through_transformers_serve(served: tuple[str, str]) -> None:

@@ -5,3 +5,8 @@ the project's own Rego policies (`policies/`, run in-process by `adapters.opa`) 
 (semgrep, checkov, trivy, kube-linter when installed) report findings that `canonical` maps onto one vocabulary,
 and `oracle` merges them into deduplicated, cached labels with the tool versions that produced them.
 """
+
+from sv_shared.interop import verifiers_exports
+
+# Prime `verifiers` discovers this environment by importing this package under its seed name (sv_shared.interop).
+__all__, __getattr__ = verifiers_exports(__name__)

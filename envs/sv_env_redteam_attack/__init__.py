@@ -6,3 +6,8 @@ embedded corpus, curation) and `synth` (attacker goal trees seeded by the defend
 The dialogue rooms: `episodes` (attacker ↔ target in lockstep), `verify` (reward and metrics) and `archive` (the
 novelty archive the verifier measures successes against). `env.build` composes them.
 """
+
+from sv_shared.interop import verifiers_exports
+
+# Prime `verifiers` discovers this environment by importing this package under its seed name (sv_shared.interop).
+__all__, __getattr__ = verifiers_exports(__name__)

@@ -7,3 +7,8 @@ persuasion or multi-turn escalation) should be refused safely, with a safe alter
 deserves comes from the policy library (data/policy_library.yaml): safe refusal templates per hazard category and
 guided helpful answers per benign topic.
 """
+
+from sv_shared.interop import verifiers_exports
+
+# Prime `verifiers` discovers this environment by importing this package under its seed name (sv_shared.interop).
+__all__, __getattr__ = verifiers_exports(__name__)

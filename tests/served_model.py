@@ -1,0 +1,82 @@
+"""SmolLM2 exported as a transformers folder and served by `transformers serve` on loopback, for the slow tests of
+the OpenAI-compatible path (our client, verifiers and inspect_ai rollouts). One server per test session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+STARTUP_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    base_url: str
+    """http://127.0.0.1:<port>/v1"""
+    model: str
+    """The exported folder: the name requests must give (the server is pinned to it)."""
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def transformers_cli() -> list[str]:
+    script = Path(sys.executable).parent / "transformers"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("transformers")
+    if found is None:
+        pytest.skip("the transformers CLI is not installed (pip install 'transformers[serving]')")
+    return [found]
+
+
+def export_smollm2(dest: Path) -> Path:
+    from secverify_dagster.resources.models.local_model import export_hf_folder
+
+    return export_hf_folder(dest / "smollm2-135m-instruct")
+
+
+def serve(folder: Path, log_dir: Path) -> Iterator[ServedModel]:
+    """Start `transformers serve` on the folder, wait for /health, yield it, and stop it afterwards."""
+    port = free_port()
+    log_path = log_dir / "serve.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [*transformers_cli(), "serve", str(folder), "--host", "127.0.0.1", "--port", str(port)]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        started = time.perf_counter()
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"transformers serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.perf_counter() - started > STARTUP_TIMEOUT_S:
+                pytest.fail(f"transformers serve not up after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+        print(f"transformers serve answered /health after {time.perf_counter() - started:.1f} s")
+        yield ServedModel(f"http://127.0.0.1:{port}/v1", str(folder), log_path)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
