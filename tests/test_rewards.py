@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sv_env_network_logs.verify import NetworkLogsVerifier, detection_task
 from sv_shared.answers.costs import CostTable
@@ -107,3 +109,36 @@ def test_invalid_cost_and_weight_configs_are_rejected() -> None:
         RewardWeights({"accuracy": -1.0})
     with pytest.raises(KeyError, match="calibration"):
         RewardWeights({"accuracy": 1.0, "calibration": 1.0}).combine({"accuracy": 1.0})
+
+
+def test_a_perfect_answer_earns_exactly_one_whatever_the_weights_sum_to_in_floats() -> None:
+    """0.6 + 0.3 + 0.1 is 0.9999999999999999 in floats, and w/Σw summed to 1.0000000000000002 (a reward above 1)."""
+    weights = RewardWeights({"detection": 0.6, "patch": 0.3, "format": 0.1})
+    assert sum(weights.normalized().values()) == 1.0
+    assert weights.combine({"detection": 1.0, "patch": 1.0, "format": 1.0}) == 1.0
+    exact = RewardWeights(dict(TASK.weights.weights))
+    assert exact.normalized() == dict(TASK.weights.weights)  # weights summing to 1.0 are their own shares
+    with pytest.raises(ValueError, match="too far apart"):
+        RewardWeights({"detection": 0.6, "patch": 0.3, "format": 0.1, "style": 1e-17})
+
+
+@given(
+    weights=st.lists(st.just(0.0) | st.floats(min_value=1e-6, max_value=1e6), min_size=1, max_size=8).filter(
+        lambda values: sum(values) > 0
+    ),
+    data=st.data(),
+)
+def test_rewards_stay_in_the_unit_interval_and_equal_a_rubric_sum(weights: list[float], data: st.DataObject) -> None:
+    """Components in [0, 1] give a reward in [0, 1], all ones give exactly 1.0, and the reward is Σ share·component in
+    config order: what a weighted rubric (verifiers' Trace.reward) computes from `normalized()`."""
+    reward_weights = RewardWeights({f"c{index}": weight for index, weight in enumerate(weights)})
+    components = {name: data.draw(st.floats(min_value=0.0, max_value=1.0)) for name in reward_weights.weights}
+    shares = reward_weights.normalized()
+    assert sum(shares.values()) == 1.0
+    assert reward_weights.combine(dict.fromkeys(components, 1.0)) == 1.0
+    reward = reward_weights.combine(components)
+    assert 0.0 <= reward <= 1.0
+    rubric = 0.0
+    for name, share in shares.items():
+        rubric += components[name] * share
+    assert reward == rubric

@@ -46,6 +46,7 @@ class RewardWeights:
             raise ValueError(f"reward weights must be non-negative: {dict(self.weights)}")
         if sum(self.weights.values()) <= 0:
             raise ValueError("reward weights must not all be zero")
+        self.normalized()  # weights whose shares cannot sum to exactly 1.0 fail here, when the config is read
 
     def combine(self, components: Mapping[str, float]) -> float:
         """Weighted mean over the configured components; a configured component that is missing is an error.
@@ -58,9 +59,25 @@ class RewardWeights:
         return sum(weight * components[name] for name, weight in self.normalized().items())
 
     def normalized(self) -> dict[str, float]:
-        """Each weight over their sum, in config order: what one component can add to a reward of at most 1."""
+        """Each weight over their sum, in config order: what one component can add to a reward of at most 1.
+
+        Where those shares' float sum in config order is not exactly 1.0, the last non-zero share becomes 1 minus the
+        sum of those before it: w/Σw alone can sum past 1 (0.6, 0.3, 0.1 give 1.0000000000000002), and a perfect
+        answer must earn exactly 1.0, never more. Float products and sums are monotone, so components in [0, 1] then
+        always give a reward in [0, 1]. Where the weights already sum to 1.0 (E1, E3) the shares are the weights."""
         total = sum(self.weights.values())
-        return {name: weight / total for name, weight in self.weights.items()}
+        shares = {name: weight / total for name, weight in self.weights.items()}
+        if sum(shares.values()) == 1.0:
+            return shares
+        last = [name for name, share in shares.items() if share > 0][-1]
+        before = list(shares).index(last)
+        shares[last] = max(0.0, 1.0 - sum(list(shares.values())[:before]))
+        if sum(shares.values()) != 1.0:
+            raise ValueError(
+                f"reward weights {dict(self.weights)} are too far apart to combine exactly: the last non-zero one "
+                "is below float precision of their sum"
+            )
+        return shares
 
 
 def classification_components(
