@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 
 pytest.importorskip("inspect_ai")
 
+from browser import CHROMIUM, chromium_page
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
@@ -339,46 +341,66 @@ def test_inspect_finds_the_six_environments_through_the_entry_point(tmp_path: Pa
     assert "target" in params["secverify/e5"] and "judge" in params["secverify/e6"]
 
 
-def test_the_viewer_serves_a_log_on_loopback(log_dir: Path) -> None:
+def _e1_log(log_dir: Path) -> tuple[EvalLog, list[str]]:
+    """A two-sample E1 log (the heuristic's answers replayed) and its sample ids."""
     env = get_environment("e1")
     items = eval_slice("e1", n=2).items
     answers = {str(item["flow_id"]): env.baselines["heuristic"](env.episodes.observation(item)) for item in items}
     (log,) = inspect_eval(
         single_turn_task("e1", n=2), model=replaying(env, items, answers), log_dir=str(log_dir), display="none"
     )
+    return log, list(answers)
+
+
+@contextmanager
+def inspect_viewer(log_dir: Path) -> Iterator[str]:
+    """`inspect view` on loopback over log_dir, once its API lists the logs: yields its URL, stops it afterwards."""
     port = free_port()
+    command = [str(Path(sys.executable).parent / "inspect"), "view", "--log-dir", str(log_dir)]
     viewer = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "inspect"),
-            "view",
-            "--log-dir",
-            str(log_dir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
+        [*command, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "INSPECT_LOG_DIR": str(log_dir)},
     )
     try:
-        listing = None
         deadline = time.monotonic() + 60
-        while listing is None and time.monotonic() < deadline:
+        while True:
             assert viewer.poll() is None, viewer.stderr.read().decode() if viewer.stderr else viewer.returncode
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/log-files", timeout=5) as response:
-                    listing = json.loads(response.read())
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/log-files", timeout=5):
+                    break
             except OSError:
+                assert time.monotonic() < deadline, "the viewer did not answer within 60 s"
                 time.sleep(0.5)
-        assert listing is not None, "the viewer did not answer within 60 s"
-        assert [Path(entry["name"]).name for entry in listing["files"]] == [Path(log.location).name]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
-            assert response.status == 200 and b"<html" in response.read().lower()
+        yield f"http://127.0.0.1:{port}"
     finally:
         viewer.terminate()
         viewer.wait(timeout=30)
+
+
+def test_the_viewer_serves_a_log_on_loopback(log_dir: Path) -> None:
+    log, _ = _e1_log(log_dir)
+    with inspect_viewer(log_dir) as url:
+        with urllib.request.urlopen(f"{url}/api/log-files", timeout=5) as response:
+            listing = json.loads(response.read())
+        assert [Path(entry["name"]).name for entry in listing["files"]] == [Path(log.location).name]
+        with urllib.request.urlopen(f"{url}/", timeout=5) as response:
+            assert response.status == 200 and b"<html" in response.read().lower()
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no {CHROMIUM}: install Debian's chromium (make setup does)")
+def test_the_viewer_shows_the_samples_rewards_and_components_in_a_browser(log_dir: Path, tmp_path: Path) -> None:
+    """What a user opening the log sees in headless Chromium: the task, each sample and our scorer's columns."""
+    _, sample_ids = _e1_log(log_dir)
+    with inspect_viewer(log_dir) as url, chromium_page(tmp_path / "screens") as page:
+        page.navigate(f"{url}/")
+        page.wait_for_text("sv-env-network-logs", timeout_s=60)
+        for sample_id in sample_ids:
+            page.wait_for_text(sample_id)
+        for column in ("REWARD", "ACCURACY", "CALIBRATION", "FORMAT"):
+            assert page.count_text(column) >= 1, column
+        page.screenshot("samples")
 
 
 def assert_rollout_scored_as_ours(log_dir: Path, n: int) -> None:
