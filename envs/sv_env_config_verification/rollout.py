@@ -113,7 +113,7 @@ def run_episode(
         episode.final = text
         if not calls:
             return episode
-        results = [_execute(episode, toolbox, call, budget) for call in calls]
+        results = [execute_call(episode, toolbox, call, budget) for call in calls]
         if protocol == "native":
             messages.extend(
                 {"role": "tool", "tool_call_id": call.id, "content": result}
@@ -129,7 +129,9 @@ def run_episode(
     return episode
 
 
-def _execute(episode: Episode, toolbox: ToolBox, call: ToolCall, budget: Budget) -> str:
+def execute_call(episode: Episode, toolbox: ToolBox, call: ToolCall, budget: Budget) -> str:
+    """Run one scanner call under the episode's budget (refused once it is spent) and account for it; the result text
+    the model reads. Also what the `verifiers` scan tool runs per call (secverify.interop)."""
     record: dict[str, Any] = {**call.to_dict(), "arguments": _short(call.arguments)}
     if episode.tool_calls >= budget.max_tool_calls:
         episode.refused_calls += 1

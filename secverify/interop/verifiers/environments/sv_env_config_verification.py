@@ -22,7 +22,7 @@ from secverify.interop.verifiers.common import (
 )
 from secverify.interop.verifiers.tools import ToolAccount, ToolUseTask
 from sv_env_config_verification import prompts
-from sv_env_config_verification.rollout import REFUSED
+from sv_env_config_verification.rollout import Episode, execute_call
 from sv_env_config_verification.tools import SCAN, ToolBox, ToolCall, tool_specs
 from sv_shared.contracts import Environment, Item, Message
 from sv_shared.registry import ENV_NAMES, get_environment
@@ -41,19 +41,18 @@ class ScannerToolset(vf.Toolset[vf.ToolsetConfig, ToolAccount]):
         episodes = get_environment(ENV_ID).episodes
         item = task.item
         self.toolbox = ToolBox(episodes.scan_tool, episodes.tool_names(), item["filename"], item["content"])
+        self.episode = Episode(messages=[])
 
     @vf.tool
     async def scan(self, tool: str, content: str | None = None) -> str:
         call = ToolCall(
             id=SCAN, name=SCAN, arguments={"tool": tool, **({} if content is None else {"content": content})}
         )
+        result = await asyncio.to_thread(execute_call, self.episode, self.toolbox, call, BUDGET)
         account = self.state
-        if account.tool_calls >= BUDGET.max_tool_calls:
-            account.refused_calls += 1
-            return REFUSED.format(limit=BUDGET.max_tool_calls)
-        account.tool_calls += 1
-        account.invalid_calls += self.toolbox.check(call) is not None
-        result, _ = await asyncio.to_thread(self.toolbox.run, call)
+        account.tool_calls = self.episode.tool_calls
+        account.refused_calls = self.episode.refused_calls
+        account.invalid_calls = self.episode.invalid_calls
         return result
 
     scan.__doc__ = tool_specs([])[0]["function"]["description"]
