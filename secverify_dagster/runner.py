@@ -286,6 +286,50 @@ def batch_policy(client: ModelClient, params: Mapping[str, Any], seed: int) -> B
     return policy
 
 
+def judge_params(judge_spec: str, spec: ModelSpec) -> dict[str, Any]:
+    """A judge model's generation parameters: greedy, then what the judge's form needs, then the model's own."""
+    return {"temperature": 0.0, **judge_generation_params(judge_spec), **spec.params}
+
+
+def counterpart_policy(dialogue: Dialogue, role: str, spec: ModelSpec, client: ModelClient, seed: int) -> BatchPolicy:
+    """A dialogue counterpart as a batch policy: its role's generation parameters under the model's own."""
+    return batch_policy(client, {**dialogue.counterpart_generation_params(role), **spec.params}, seed)
+
+
+def open_dialogue_parts(
+    dialogue: Dialogue,
+    counterparts: Mapping[str, ModelSpec],
+    judge_spec: str,
+    seed: int,
+    lookup: Callable[[str], ModelSpec],
+    open_clients: Mapping[str, ModelClient] | None = None,
+) -> DialogueParts:
+    """The counterpart policies and the judge a dialogue run plays against, as `secverify eval` opens them.
+
+    lookup: a judge's model id → its spec (raising for one that cannot be used); open_clients: clients by role
+    ("judge" included) the caller owns and closes itself. Every client opened here is in the parts' `clients`."""
+    given = dict(open_clients or {})
+    clients: list[ModelClient] = []
+
+    def client_for(spec: ModelSpec, role: str) -> ModelClient:
+        if role in given:
+            return given[role]
+        client = open_client(spec, cache=None, baselines=dialogue.counterpart_baselines())
+        clients.append(client)
+        return client
+
+    policies = {
+        role: counterpart_policy(dialogue, role, spec, client_for(spec, role), seed)
+        for role, spec in counterparts.items()
+    }
+
+    def judge_policy(model_id: str) -> BatchPolicy:
+        spec = lookup(model_id)
+        return batch_policy(client_for(spec, "judge"), judge_params(judge_spec, spec), seed)
+
+    return DialogueParts(policies, build_judge(judge_spec, judge_policy), clients)
+
+
 class JudgeModels:
     """Judges built outside an eval (the validation asset, `secverify judges`); their model clients close after."""
 
@@ -301,8 +345,7 @@ class JudgeModels:
             spec = self.registry[model_id]
             client = open_client(spec, cache=None)
             self.clients.append(client)
-            params = {"temperature": 0.0, **judge_generation_params(judge_spec), **spec.params}
-            return batch_policy(client, params, self.seed)
+            return batch_policy(client, judge_params(judge_spec, spec), self.seed)
 
         return build_judge(judge_spec, policy_for)
 
@@ -693,30 +736,9 @@ class EvalRunner:
         return records, errors, time.perf_counter() - started, 0.0
 
     def _open_dialogue(self, seed: int) -> DialogueParts:
-        clients: list[ModelClient] = []
-
-        def client_for(spec: ModelSpec, role: str) -> ModelClient:
-            if role in self._counterpart_clients:
-                return self._counterpart_clients[role]
-            client = open_client(spec, cache=None, baselines=self.dialogue.counterpart_baselines())
-            clients.append(client)
-            return client
-
-        counterparts = {
-            role: batch_policy(
-                client_for(spec, role),
-                {**self.dialogue.counterpart_generation_params(role), **spec.params},
-                seed,
-            )
-            for role, spec in self.counterparts.items()
-        }
-
-        def judge_policy(model_id: str) -> BatchPolicy:
-            spec = self._lookup(model_id)
-            params = {"temperature": 0.0, **judge_generation_params(self.judge_spec), **spec.params}
-            return batch_policy(client_for(spec, "judge"), params, seed)
-
-        return DialogueParts(counterparts, build_judge(self.judge_spec, judge_policy), clients)
+        return open_dialogue_parts(
+            self.dialogue, self.counterparts, self.judge_spec, seed, self._lookup, self._counterpart_clients
+        )
 
     def _dialogue_chunk(
         self,

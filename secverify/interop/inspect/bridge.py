@@ -7,16 +7,15 @@ records as a ModelEvent and counts against its limits."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 import anyio.from_thread
 from inspect_ai.model import GenerateConfig, Model, ModelOutput
-from inspect_ai.tool import ToolCall, ToolInfo, ToolParams
+from inspect_ai.tool import ToolInfo, ToolParams
 
-from secverify.interop.inspect.messages import chat_messages
+from secverify.interop.inspect.messages import chat_messages, openai_tool_call
 from sv_shared.contracts import BatchPolicy, Message, Policy, PolicyReply
 
 
@@ -33,16 +32,6 @@ def tool_infos(specs: Sequence[Mapping[str, Any]] | None) -> list[ToolInfo]:
             )
         )
     return infos
-
-
-def openai_tool_call(call: ToolCall) -> dict[str, Any]:
-    """An inspect ToolCall in OpenAI form, as our episodes parse it.
-
-    inspect has already parsed the arguments and keeps only the error when they were not a JSON object; the error
-    text (never valid JSON) goes through, so our episode records the call as malformed exactly as it would the raw
-    arguments."""
-    arguments = call.parse_error if call.parse_error is not None else json.dumps(call.arguments)
-    return {"id": call.id, "type": "function", "function": {"name": call.function, "arguments": arguments}}
 
 
 def policy_reply(output: ModelOutput) -> PolicyReply:

@@ -42,7 +42,7 @@ from secverify.interop.inspect.messages import chat_messages, generation_config,
 from secverify.interop.inspect.scorers import ITEM_ID, run_metrics, score_of
 from secverify.interop.items import eval_slice
 from secverify_dagster.resources.models import ModelSpec, load_registry, open_client
-from secverify_dagster.runner import JudgeModels, batch_policy
+from secverify_dagster.runner import JudgeModels, counterpart_policy
 from sv_shared.contracts import BatchPolicy, Dialogue, Environment, Item, Message, PolicyReply, ScoredSample
 from sv_shared.judging.verdict import Exchange, Judge, Verdict
 
@@ -97,8 +97,7 @@ class RegistryParts:
             key = (role, spec.id)
             if key not in self.policies:
                 client = open_client(spec, cache=None, baselines=self.episodes.counterpart_baselines())
-                params = {**self.episodes.counterpart_generation_params(role), **spec.params}
-                self.policies[key] = serialized(batch_policy(client, params, self.seed))
+                self.policies[key] = serialized(counterpart_policy(self.episodes, role, spec, client, self.seed))
             return self.policies[key]
 
     def judge(self, registry: Mapping[str, ModelSpec]) -> SerializedJudge:

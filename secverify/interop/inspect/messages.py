@@ -69,6 +69,16 @@ def tool_call(call: Mapping[str, Any]) -> ToolCall:
     return ToolCall(id=str(call.get("id") or ""), function=str(function.get("name") or ""), arguments=arguments)
 
 
+def openai_tool_call(call: ToolCall) -> dict[str, Any]:
+    """An inspect ToolCall in OpenAI form, as our episodes parse it.
+
+    inspect has already parsed the arguments and keeps only the error when they were not a JSON object; the error
+    text (never valid JSON) goes through, so our episode records the call as malformed exactly as it would the raw
+    arguments."""
+    arguments = call.parse_error if call.parse_error is not None else json.dumps(call.arguments)
+    return {"id": call.id, "type": "function", "function": {"name": call.function, "arguments": arguments}}
+
+
 def generation_config(params: Mapping[str, Any], *, seed: int | None = None) -> GenerateConfig:
     """Our generation parameters (configs/envs/<env>.yaml `generation`) as the task's GenerateConfig, with the run's
     seed as the sampling seed our runner sends; `inspect eval --max-tokens/--temperature/--seed` override them."""

@@ -8,7 +8,6 @@ observation, which inspect's model interface does not pass."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from secverify.interop.inspect.messages import tool_call
+from secverify.interop.inspect.messages import openai_tool_call, tool_call
 from secverify_dagster.resources.models import ChatRequest, ModelSpec, ProviderError, load_registry, open_client
 from secverify_dagster.resources.models.types import Completion
 
@@ -62,14 +61,7 @@ def openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     for message in messages:
         entry: dict[str, Any] = {"role": message.role, "content": message.text}
         if isinstance(message, ChatMessageAssistant) and message.tool_calls:
-            entry["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function, "arguments": json.dumps(call.arguments)},
-                }
-                for call in message.tool_calls
-            ]
+            entry["tool_calls"] = [openai_tool_call(call) for call in message.tool_calls]
         if message.role == "tool":
             entry["tool_call_id"] = message.tool_call_id
         converted.append(entry)

@@ -28,13 +28,11 @@ from verifiers.v1.errors import EnvError
 from verifiers.v1.types import content_text
 
 from secverify.interop.verifiers.common import SecverifyTask
-from secverify_dagster.resources.models import ModelSpec, load_registry, open_client, reachability, require_promoted
-from secverify_dagster.runner import batch_policy
+from secverify_dagster.resources.models import ModelSpec, load_registry, reachability, require_promoted
+from secverify_dagster.runner import DialogueParts
+from secverify_dagster.runner import open_dialogue_parts as runner_dialogue_parts
 from sv_shared.contracts import Dialogue, Environment, Item, Message, PolicyReply, ScoredSample
-from sv_shared.judging import build_judge
-from sv_shared.judging.factory import judge_generation_params
 from sv_shared.judging.redaction import UNJUDGED, redaction_marker
-from sv_shared.judging.verdict import Judge
 from sv_shared.registry import get_environment
 
 DIALOGUE_KEY = "secverify_dialogue"
@@ -238,19 +236,6 @@ def redact_trace(trace: vf.Trace, forms: Mapping[str, str]) -> None:
         trace.root_reply = forms[trace.root_reply]
 
 
-@dataclass
-class DialogueParts:
-    """Counterparts and judge for a dialogue env's episodes, built as `secverify eval` builds them."""
-
-    counterparts: dict[str, Any]
-    judge: Judge
-    clients: list[Any]
-
-    def close(self) -> None:
-        for client in self.clients:
-            client.close()
-
-
 def open_dialogue_parts(
     env: Environment,
     *,
@@ -260,7 +245,7 @@ def open_dialogue_parts(
     registry: Mapping[str, ModelSpec] | None = None,
 ) -> DialogueParts:
     """The counterpart policies (role → registry model id; a role left out takes the environment's default) and the
-    judge, as EvalRunner opens them: same clients, generation parameters and seed; unreachable ones fail here."""
+    judge, opened as EvalRunner opens them (runner.open_dialogue_parts); unreachable ones fail here, not mid-turn."""
     dialogue: Dialogue = env.episodes
     registry = registry if registry is not None else load_registry()
     unknown_roles = set(counterparts) - set(dialogue.counterpart_roles())
@@ -280,28 +265,15 @@ def open_dialogue_parts(
                 raise CounterpartUnavailableError(f"{role} {spec.id}: {env.env_id} offers no such counterpart baseline")
         elif not (status := reachability(spec, env.env_id)):
             raise CounterpartUnavailableError(f"{role} {spec.id}: {status.reason}")
-    clients: list[Any] = []
 
-    def client_for(spec: ModelSpec) -> Any:
-        client = open_client(spec, cache=None, baselines=dialogue.counterpart_baselines())
-        clients.append(client)
-        return client
-
-    policies = {
-        role: batch_policy(client_for(spec), {**dialogue.counterpart_generation_params(role), **spec.params}, seed)
-        for role, spec in specs.items()
-    }
-
-    def judge_policy(model_id: str) -> Any:
+    def judge_model(model_id: str) -> ModelSpec:
         if model_id not in registry:
             raise KeyError(f"judge model {model_id!r} is not in the model registry")
-        spec = registry[model_id]
-        if not (status := reachability(spec, None)):
+        if not (status := reachability(registry[model_id], None)):
             raise CounterpartUnavailableError(f"judge {judge_spec}: {status.reason}")
-        params = {"temperature": 0.0, **judge_generation_params(judge_spec), **spec.params}
-        return batch_policy(client_for(spec), params, seed)
+        return registry[model_id]
 
-    return DialogueParts(policies, build_judge(judge_spec, judge_policy), clients)
+    return runner_dialogue_parts(dialogue, specs, judge_spec, seed, judge_model)
 
 
 class DialogueEnvConfig(vf.EnvConfig):
