@@ -33,6 +33,16 @@ from typing import Any
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def escape_lone_surrogates(text: str) -> str:
+    """Each lone surrogate (model text and JSON may hold one; UTF-8 cannot) written as its escape text, \\ud800."""
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """Each lone surrogate as U+FFFD, for stores that hold plain UTF-8 text (Arrow rows, caches, library traces)."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def json_text(
     value: Any,
     *,
@@ -46,7 +56,7 @@ def json_text(
         value, ensure_ascii=False, indent=indent, sort_keys=sort_keys, default=default, allow_nan=allow_nan
     )
     # json.dumps only emits a surrogate inside a string literal, where its escape means the same string.
-    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return escape_lone_surrogates(text)
 
 
 @contextlib.contextmanager

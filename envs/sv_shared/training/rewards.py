@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,10 +20,9 @@ from typing import Any
 
 from sv_shared.config import RewardWeightSettings
 from sv_shared.contracts import CompletionVerifier, Environment, Item, ParseResult, ScoredSample
+from sv_shared.data.files import replace_lone_surrogates
 from sv_shared.data.hashing import stable_json
 from sv_shared.training.recipes import RlftRecipe, shaped_env_config
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 ITEM_COLUMN = "sv_item"
 """The column holding an item as JSON text (ASCII; decoded with `decode_item`)."""
@@ -97,7 +95,7 @@ def decode_item(text: str) -> Item:
 
 def clean_text(text: str) -> str:
     """Text Arrow can store (UTF-8): each lone surrogate becomes U+FFFD. Only prompts are cleaned; items keep theirs."""
-    return _SURROGATE.sub("\ufffd", text)
+    return replace_lone_surrogates(text)
 
 
 def _prompt_messages(messages: Iterable[Mapping[str, Any]], env_id: str) -> list[dict[str, str]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,11 +18,10 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 
 from sv_shared.contracts import Message
+from sv_shared.data.files import escape_lone_surrogates
 
 GENERATION_KEYS = ("max_tokens", "temperature", "top_p", "seed")
 """Our generation parameters that GenerateConfig names alike (`stop` is inspect's `stop_seqs`)."""
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
@@ -92,7 +90,7 @@ def generation_config(params: Mapping[str, Any], *, seed: int | None = None) -> 
 
 def loggable_text(text: str) -> str:
     """Text a UTF-8 log can hold: a lone surrogate (model text may carry one) becomes its escape text."""
-    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return escape_lone_surrogates(text)
 
 
 def log_safe(value: Any) -> Any:

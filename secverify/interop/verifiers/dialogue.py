@@ -17,7 +17,6 @@ never stored (a reply that was never judged, any reasoning); replaced messages l
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from secverify_dagster.resources.models import ModelSpec, load_registry, reachab
 from secverify_dagster.runner import DialogueParts
 from secverify_dagster.runner import open_dialogue_parts as runner_dialogue_parts
 from sv_shared.contracts import Dialogue, Environment, Item, Message, PolicyReply, ScoredSample
+from sv_shared.data.files import replace_lone_surrogates
 from sv_shared.judging.redaction import UNJUDGED, redaction_marker
 from sv_shared.registry import get_environment
 
@@ -156,14 +156,11 @@ class AgentTurns:
         return {"prompt_tokens": calls[-1].usage.prompt_tokens, "completion_tokens": calls[-1].usage.completion_tokens}
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def encodable(value: Any) -> Any:
     """`value` with every lone surrogate in its strings replaced by U+FFFD: the library writes traces as UTF-8
     JSON, which cannot carry them (our run files escape them; a parsed attack or reply can hold one)."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return replace_lone_surrogates(value)
     if isinstance(value, Mapping):
         return {encodable(key): encodable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -19,9 +19,10 @@ The local model and rule baselines do not come through here: what they return is
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from sv_shared.data.files import replace_lone_surrogates
 
 from .types import Completion, ProviderError, Usage
 
@@ -38,7 +39,6 @@ _ANTHROPIC_STOP_REASONS = {
     "pause_turn": "pause",
 }
 _SNIPPET = 200
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def invalid_body(model_id: str, reason: str) -> ProviderError:
@@ -55,7 +55,7 @@ def _snippet(value: object) -> str:
 def clean_text(text: str) -> str:
     """Text with lone surrogates (JSON may hold "\\ud800") as U+FFFD: UTF-8 cannot encode them, and the cache and
     run files that store a reply are UTF-8."""
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return replace_lone_surrogates(text)
 
 
 def read_object(model_id: str, content: bytes) -> dict[str, Any]:
