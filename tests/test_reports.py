@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import multiprocessing
 import re
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -281,7 +282,9 @@ def test_reports_are_kept_per_period_and_two_builders_at_once_never_overwrite_ea
     write_run(evals, "alpha", _scores(10, 7), started=W48)
     reports = tmp_path / "reports" / "e1"
     now = datetime(2026, 11, 30, 12, tzinfo=UTC)
-    with ProcessPoolExecutor(2) as pool:
+    # spawn, not fork: the test process holds other tests' threads (event loops, model runtimes) that a fork copies
+    # mid-lock; a forked worker then hung on its task queue once (make test, 2026-11-24).
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         built = list(pool.map(_build_in_process, [(evals, reports, now)] * 2))
     period = reports / "weekly" / "2026-W48"
     assert sorted(Path(path).parent.name for path in built) == ["2026-11-30T120000Z", "2026-11-30T120000Z-2"]

@@ -129,7 +129,9 @@ def _queue_in_process(folder: str, ids: list[str]) -> list[str]:
 
 def test_two_processes_queue_the_same_batch_at_once(tmp_path: Path) -> None:
     ids = [f"ex-{index}" for index in range(400)]
-    with multiprocessing.get_context("fork").Pool(2) as pool:
+    # spawn, not fork: the test process holds other tests' threads (event loops, model runtimes) that a fork copies
+    # mid-lock; a forked worker then hung on its task queue once (make test, 2026-11-24).
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
         results = pool.starmap(_queue_in_process, [(str(tmp_path), ids), (str(tmp_path), list(reversed(ids)))])
     assert results[0] == results[1] == read_review_queue(tmp_path)
     assert len(results[0]) == 20
@@ -195,7 +197,7 @@ def _decide_in_process(folder: str, reviewer: str, example_ids: list[str], round
 
 def test_two_reviewers_at_once_both_land(batch: SyntheticBatch) -> None:
     queue = read_review_queue(batch.path) or []
-    with multiprocessing.get_context("fork").Pool(2) as pool:
+    with multiprocessing.get_context("spawn").Pool(2) as pool:  # see above: spawn, not fork
         pool.starmap(_decide_in_process, [(str(batch.path), "ana", queue, 30), (str(batch.path), "bo", queue, 30)])
     log = read_decisions(batch.path)
     assert len(log) == 2 * 30 * len(queue)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import subprocess
 from concurrent.futures import ProcessPoolExecutor
 from html.parser import HTMLParser
@@ -437,7 +438,9 @@ def test_two_processes_writing_one_page_leave_one_whole_page(evals: Path) -> Non
         title=f"{E1.name} × heuristic, run {run_dir.name}: trajectories",
     )
     page = run_dir / PAGE_NAME
-    with ProcessPoolExecutor(max_workers=2) as pool:
+    # spawn, not fork: the test process holds other tests' threads (event loops, model runtimes) that a fork copies
+    # mid-lock; a forked worker then hung on its task queue once (make test, 2026-11-24).
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_write_many, str(run_dir), 15) for _ in range(2)]
         while not all(future.done() for future in futures):
             if page.exists():  # a reader meanwhile sees a whole page, never one being written
