@@ -109,7 +109,7 @@ def temporary_instance(root: Path, max_concurrent_runs: int) -> Iterator[Any]:
 def prepare_data(root: Path) -> Path:
     """E1–E4's data lineage materialized under root/outputs/datasets (copied into each measured outputs folder)."""
     from secverify_dagster.definitions import defs
-    from secverify_dagster.schedules import WEEKLY_ENVS
+    from secverify_dagster.schedules.sweeps import WEEKLY_ENVS
 
     with temporary_instance(root, max_concurrent_runs=1) as instance:
         for env_id in WEEKLY_ENVS:
@@ -225,7 +225,7 @@ def sweep_in_process(root: Path, datasets: Path, models: list[str] | None) -> di
     from secverify_dagster.definitions import defs
     from secverify_dagster.resources.dagster_resources import ModelRegistryResource
     from secverify_dagster.resources.vllm import VllmResource
-    from secverify_dagster.schedules import weekly_sweep
+    from secverify_dagster.schedules.sweeps import weekly_sweep
 
     with temporary_instance(root, max_concurrent_runs=1) as instance:
         _seeded(instance, root, datasets, models)

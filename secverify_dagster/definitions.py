@@ -22,14 +22,14 @@ from secverify_dagster.assets.review_checks import build_review_check
 from secverify_dagster.assets.synthetic_batches import build_synthetic_batch_assets
 from secverify_dagster.assets.training import approve_checkpoint_job, training_definitions
 from secverify_dagster.jobs import data_job, eval_job, report_job, tournament_job
-from secverify_dagster.report_schedules import REPORT_SCHEDULES
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
 from secverify_dagster.resources.vllm import VllmResource
-from secverify_dagster.schedules import biweekly_full_eval, biweekly_tournament, nightly_regression, weekly_sweep
+from secverify_dagster.schedules.reports import REPORT_SCHEDULES
+from secverify_dagster.schedules.sweeps import biweekly_full_eval, biweekly_tournament, nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from secverify_dagster.sensors.run_failures import run_failure_recorder
-from secverify_dagster.training import load_sft_dataset_settings
+from secverify_dagster.training.lineage import load_sft_dataset_settings
 from sv_shared.contracts import CompletionVerifier
 from sv_shared.registry import get_environment, implemented_env_ids
 from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe, rlft_recipe_names, sft_recipe_names

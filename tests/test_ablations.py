@@ -15,10 +15,10 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from secverify_dagster import cli_ablate
-from secverify_dagster.ablations import make_ablation_table
 from secverify_dagster.assets.ablations import build_ablations_asset
-from secverify_dagster.report_ablations import ablation_report_lines
+from secverify_dagster.cli import ablate as cli_ablate
+from secverify_dagster.reports.ablations import ablation_report_lines
+from secverify_dagster.research.ablations import make_ablation_table
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset

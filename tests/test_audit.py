@@ -30,9 +30,9 @@ from secverify_dagster.assets.governance import (
     load_owners,
 )
 from secverify_dagster.assets.keys import checkpoint_key, curated_key, eval_key, sft_dataset_key
-from secverify_dagster.audit import Auditor
-from secverify_dagster.audit_events import DagsterRecords
-from secverify_dagster.cli import main as secverify
+from secverify_dagster.audit.chain import Auditor
+from secverify_dagster.audit.events import DagsterRecords
+from secverify_dagster.cli.main import main as secverify
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import load_registry
@@ -378,7 +378,7 @@ def test_a_view_run_is_audited_through_the_split_it_views(project, capsys) -> No
 
 
 def test_a_run_shows_its_experiment_and_a_rescored_run_follows_its_parent(project, capsys) -> None:
-    from secverify_dagster.experiment_runs import experiment_eval
+    from secverify_dagster.research.experiments import experiment_eval
     from sv_shared.runs.ablations import load_ablation
     from sv_shared.runs.records import FinishedRun
     from sv_shared.runs.rescore import rescore_run

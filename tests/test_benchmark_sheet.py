@@ -13,9 +13,9 @@ import pytest
 
 from secverify_dagster.assets.benchmark_sheet import biweekly_benchmark_sheet, build_benchmark_sheet_asset
 from secverify_dagster.assets.keys import BENCHMARK_SHEET
-from secverify_dagster.benchmark_sheet import NOT_FULL_EVAL, SHEET_CADENCES, build_sheet
-from secverify_dagster.cli_publish import CADENCE_CHOICES, register
-from secverify_dagster.report_scope import parse_utc, period_of
+from secverify_dagster.cli.publish import CADENCE_CHOICES, register
+from secverify_dagster.publishing.benchmark_sheet import NOT_FULL_EVAL, SHEET_CADENCES, build_sheet
+from secverify_dagster.reports.scope import parse_utc, period_of
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset

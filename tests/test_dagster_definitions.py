@@ -31,7 +31,7 @@ from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import ModelSpec, default_registry_path, load_registry, reachability
 from secverify_dagster.resources.vllm import VllmResource
-from secverify_dagster.schedules import nightly_regression, weekly_sweep
+from secverify_dagster.schedules.sweeps import nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from sv_shared.config import read_yaml
 from sv_shared.registry import ENV_IDS, get_environment, implemented_env_ids
@@ -358,7 +358,7 @@ def test_every_cadence_over_two_years_and_across_year_ends() -> None:
 
 
 def test_red_team_assets_jobs_and_tournament_schedule() -> None:
-    from secverify_dagster.schedules import biweekly_tournament
+    from secverify_dagster.schedules.sweeps import biweekly_tournament
 
     keys = {key.to_user_string() for key in GRAPH.get_all_asset_keys()}
     assert {"e5/raw_jbb", "e5/raw_harmbench", "e5/curated_splits", "e6/raw_jbb", "e6/synthetic"} <= keys

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from secverify_dagster.report_runs import RunView
-from secverify_dagster.report_views import (
+from secverify_dagster.reports.runs import RunView
+from secverify_dagster.reports.views import (
     UnknownViewError,
     dataset_views,
     robustness_lines,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from secverify_dagster import cli_scan
+from secverify_dagster.cli import scan as cli_scan
 
 MANIFEST = """\
 apiVersion: v1

@@ -152,7 +152,7 @@ def test_environment_load_path_reads_raw_mail_and_leaves_items_files_to_the_runn
 def test_eval_command_takes_a_labelled_mail_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from secverify_dagster.cli import main
+    from secverify_dagster.cli.main import main
 
     monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path / "outputs"))
     folder = _eml_dir(tmp_path, "file,label\na.eml,phishing\nsub/b.eml,benign\n")

@@ -157,7 +157,7 @@ def test_reward_function_matches_the_verifier(env: Environment) -> None:
 
 
 def test_secverify_eval_refuses_a_bad_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from secverify_dagster.cli import main
+    from secverify_dagster.cli.main import main
 
     def break_it(data: dict) -> None:
         data["reward_weights"]["accuracy"] = "high"

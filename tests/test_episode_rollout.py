@@ -540,7 +540,7 @@ def test_one_grpo_step_with_the_episode_rollout(tokenizer: Any, tmp_path: Path) 
 
 
 def test_joint_rounds_agree_with_the_tournaments_updated_side() -> None:
-    from secverify_dagster.tournament import updated_side
+    from secverify_dagster.runner.tournament import updated_side
 
     for rounds in range(1, 9):
         plan = joint_rounds(rounds)
@@ -566,7 +566,7 @@ def test_joint_rounds_agree_with_the_tournaments_updated_side() -> None:
 
 @pytest.mark.parametrize("chain_lengths", [(0, 0), (1, 0), (3, 3), (2, 1)])
 def test_frozen_counterparts_are_the_models_the_tournament_plays(chain_lengths: tuple[int, int]) -> None:
-    from secverify_dagster.tournament import _Lineup, updated_side
+    from secverify_dagster.runner.tournament import _Lineup, updated_side
 
     attacker, defender = "att-base", "def-base"
     checkpoints = {

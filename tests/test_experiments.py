@@ -15,10 +15,10 @@ import polars as pl
 import pytest
 import yaml
 
-import secverify_dagster.training as training
-from secverify_dagster.audit import Auditor
-from secverify_dagster.audit_events import DagsterRecords
-from secverify_dagster.experiment_runs import experiment_eval, training_inputs
+import secverify_dagster.training.lineage as training
+from secverify_dagster.audit.chain import Auditor
+from secverify_dagster.audit.events import DagsterRecords
+from secverify_dagster.research.experiments import experiment_eval, training_inputs
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset, select_items
 from sv_shared.config import ConfigError, project_root
@@ -337,7 +337,7 @@ def test_an_sft_experiment_keeps_only_the_synthetic_batches_it_names(root: Path,
 
 
 def test_secverify_eval_takes_the_environment_from_the_experiment(root: Path, capsys: pytest.CaptureFixture) -> None:
-    from secverify_dagster.cli import main
+    from secverify_dagster.cli.main import main
 
     path = write(root, BASE)
     assert main(["eval", "--experiment", str(path), "--model", "heuristic"]) == 0
@@ -353,7 +353,7 @@ def test_secverify_train_with_an_experiment_trains_through_the_checkpoint_asset(
 
     import secverify_dagster.pipeline as pipeline
     from secverify_dagster.assets.training import _experiment_inputs
-    from secverify_dagster.cli import main
+    from secverify_dagster.cli.main import main
 
     path = write(root, BASE | {"training": {"recipe": "sft/e1", "overrides": {"max_steps": 3}}})
     asked: list[tuple[Any, ...]] = []

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from secverify_dagster.cli_publish import register
-from secverify_dagster.export import ExportError, export_bundle
+from secverify_dagster.cli.publish import register
+from secverify_dagster.publishing.export import ExportError, export_bundle
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset
 from sv_shared.data.hashing import sha256_hex

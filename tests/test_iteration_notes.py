@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from secverify_dagster.cli_iterate import register
-from secverify_dagster.iteration_notes import (
+from secverify_dagster.cli.iterate import register
+from secverify_dagster.reports.views import view_dataset, view_evals_root
+from secverify_dagster.research.iteration_notes import (
     HYPOTHESIS_PLACEHOLDER,
     IterationNoteError,
     build_facts,
     find_run,
     write_note,
 )
-from secverify_dagster.report_views import view_dataset, view_evals_root
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset
 from sv_shared.answers.statistics import paired_bootstrap

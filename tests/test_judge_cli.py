@@ -1,4 +1,4 @@
-"""`secverify judges` (secverify_dagster/cli_judges.py): both hint modes, both splits, and the source corrected rates
+"""`secverify judges` (secverify_dagster/cli/judges.py): both hint modes, both splits, and the source corrected rates
 use, named."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from secverify_dagster import cli_judges
+from secverify_dagster.cli import judges as cli_judges
 from sv_shared.judging import measured
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_reports import W48, _build, _scores, write_run
 
-from secverify_dagster.reports import summary_lines
+from secverify_dagster.reports.environment_report import summary_lines
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.metrics import RATES_LEGEND, Outcome, binary_rates, classification_metrics, with_rates
 from sv_shared.registry import get_environment

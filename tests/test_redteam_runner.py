@@ -141,7 +141,7 @@ def test_a_failing_target_abandons_only_its_dialogues_which_resume_later() -> No
 def test_no_judged_unsafe_text_reaches_outputs(isolated_outputs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run attacks and defenses that produce unsafe text, write reports, and search every byte under outputs/."""
     import sv_shared.execution.dialogue
-    from secverify_dagster.reports import build_report
+    from secverify_dagster.reports.environment_report import build_report
 
     spy = SpyJudge()
     screen = SpyJudge()

@@ -14,10 +14,10 @@ import pytest
 
 from secverify_dagster.assets.keys import eval_key, report_key
 from secverify_dagster.assets.regression_checks import CHECK_NAME
-from secverify_dagster.cli_check import NOTHING_TO_CHECK, REGRESSED, register
+from secverify_dagster.cli.check import NOTHING_TO_CHECK, REGRESSED, register
 from secverify_dagster.jobs import eval_run_request
 from secverify_dagster.partitions import MODELS_PARTITION
-from secverify_dagster.regression import (
+from secverify_dagster.reports.regression_gate import (
     CORE_METRIC,
     MIN_PAIRED_ITEMS,
     UnjudgeableRunError,

@@ -19,15 +19,15 @@ import pytest
 
 from secverify_dagster.assets.keys import ablations_key, eval_key, report_key
 from secverify_dagster.assets.reports import build_report_asset
-from secverify_dagster.cli_report import register
-from secverify_dagster.regression import compare_runs
-from secverify_dagster.report_operations import usage_by_model
-from secverify_dagster.report_runs import select_runs
-from secverify_dagster.report_schedules import REPORT_SCHEDULES, REPORTS_JOB
-from secverify_dagster.report_scope import ReportScopeError, parse_period, period_of, report_scope
-from secverify_dagster.reports import build_report, report_dir
+from secverify_dagster.audit.run_failures import read_failures
+from secverify_dagster.cli.report import register
+from secverify_dagster.reports.environment_report import build_report, report_dir
+from secverify_dagster.reports.operations import usage_by_model
+from secverify_dagster.reports.regression_gate import compare_runs
+from secverify_dagster.reports.runs import select_runs
+from secverify_dagster.reports.scope import ReportScopeError, parse_period, period_of, report_scope
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
-from secverify_dagster.run_failures import read_failures
+from secverify_dagster.schedules.reports import REPORT_SCHEDULES, REPORTS_JOB
 from secverify_dagster.sensors.run_failures import run_failure_recorder
 from sv_shared.answers.statistics import bootstrap_mean_ci
 from sv_shared.contracts import PolicyReply
@@ -384,11 +384,11 @@ def test_the_runner_records_the_dirty_paths_of_a_dirty_checkout(tmp_path: Path, 
     from secverify_dagster.resources.models import load_registry
 
     monkeypatch.setattr(runner, "code_version", lambda root=None: "feedbeef-dirty")
-    monkeypatch.setattr(runner, "dirty_paths", lambda root=None: ["secverify_dagster/runner.py"])
+    monkeypatch.setattr(runner, "dirty_paths", lambda root=None: ["secverify_dagster/runner/__init__.py"])
     dataset = runner.embedded_dataset(E1, split="test", seed=42)
     outcome = runner.EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
     (session,) = outcome.metadata.sessions
-    assert (session.code_version, session.dirty_paths) == ("feedbeef-dirty", ["secverify_dagster/runner.py"])
+    assert (session.code_version, session.dirty_paths) == ("feedbeef-dirty", ["secverify_dagster/runner/__init__.py"])
     monkeypatch.setattr(runner, "code_version", lambda root=None: "feedbeef")
     outcome = runner.EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
     written = json.loads((outcome.run_dir / "metadata.json").read_text(encoding="utf-8"))
@@ -519,7 +519,7 @@ def test_report_schedules_ask_for_each_cadences_period_after_its_runs() -> None:
 def test_the_weekly_slice_is_what_the_weekly_sweep_asks_for() -> None:
     from secverify_dagster.partitions import MODELS_PARTITION
     from secverify_dagster.resources.vllm import VllmResource
-    from secverify_dagster.schedules import weekly_sweep
+    from secverify_dagster.schedules.sweeps import weekly_sweep
 
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])

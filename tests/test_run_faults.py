@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 import polars as pl
 import pytest
 
-from secverify_dagster.cli import main
-from secverify_dagster.reports import build_report
+from secverify_dagster.cli.main import main
+from secverify_dagster.reports.environment_report import build_report
 from secverify_dagster.resources.models import ChatRequest, Completion, ModelClient, ModelSpec, load_registry
 from secverify_dagster.runner import MAX_ITEM_ATTEMPTS, EvalRunner, embedded_dataset, select_items
 from sv_shared.data.datasets import read_dataset, write_dataset

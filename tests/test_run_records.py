@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from secverify_dagster.cli import main
-from secverify_dagster.report_runs import select_runs
-from secverify_dagster.report_scope import report_scope
-from secverify_dagster.reports import build_report
+from secverify_dagster.cli.main import main
+from secverify_dagster.reports.environment_report import build_report
+from secverify_dagster.reports.runs import select_runs
+from secverify_dagster.reports.scope import report_scope
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset
 from sv_shared.registry import get_environment
@@ -483,7 +483,7 @@ def test_the_report_command_explains_a_run_it_cannot_read(
 def test_a_second_report_never_overwrites_the_first(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from secverify_dagster.reports import new_report_dir
+    from secverify_dagster.reports.environment_report import new_report_dir
 
     now = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
     folders = [new_report_dir(tmp_path / "reports" / "e1", now) for _ in range(3)]

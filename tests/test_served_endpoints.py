@@ -22,7 +22,7 @@ from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.resources.vllm import VllmResource
-from secverify_dagster.schedules import weekly_sweep
+from secverify_dagster.schedules.sweeps import weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 
 SERVED = "Qwen/Qwen2.5-72B-Instruct"

@@ -13,13 +13,10 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from secverify_dagster import cli_synth
 from secverify_dagster.assets.keys import synthetic_batch_key
 from secverify_dagster.assets.synthetic_batches import build_synthetic_batch_asset, build_synthetic_batch_assets
-from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
-from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalDataset, EvalRunner, embedded_dataset
-from secverify_dagster.synthetic_batches import (
+from secverify_dagster.cli import synth as cli_synth
+from secverify_dagster.research.synthetic_batches import (
     BatchRequest,
     ItemSlice,
     ItemSource,
@@ -28,6 +25,9 @@ from secverify_dagster.synthetic_batches import (
     embedded_source,
     failed_in_run,
 )
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.resources.models import load_registry
+from secverify_dagster.runner import EvalDataset, EvalRunner, embedded_dataset
 from sv_shared.data.datasets import write_dataset
 from sv_shared.data.review import read_review_queue
 from sv_shared.data.review_batches import batches_root, list_batches, read_batch

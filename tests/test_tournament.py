@@ -8,7 +8,7 @@ import pytest
 
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import embedded_dataset
-from secverify_dagster.tournament import TournamentConfig, rounds_markdown, run_tournament, updated_side
+from secverify_dagster.runner.tournament import TournamentConfig, rounds_markdown, run_tournament, updated_side
 from sv_shared.answers.novelty import read_archive
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder

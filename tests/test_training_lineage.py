@@ -17,12 +17,12 @@ import yaml
 from tiny_models import save_tiny_model, smollm2_tokenizer
 
 from secverify_dagster.assets.training import approve_checkpoint_job
-from secverify_dagster.reports import build_report
+from secverify_dagster.reports.environment_report import build_report
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import RegistryError, load_registry, require_promoted
 from secverify_dagster.resources.training import TrackingResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
-from secverify_dagster.training import (
+from secverify_dagster.training.lineage import (
     SafetyScanSettings,
     TrainingError,
     TrainingPaths,

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from secverify_dagster.cli_triage import register
-from secverify_dagster.report_runs import RunView
-from secverify_dagster.report_trajectories import (
+from secverify_dagster.cli.triage import register
+from secverify_dagster.reports.runs import RunView
+from secverify_dagster.reports.trajectories import (
     _SCRIPT,
     MAX_SHOWN_CHARS,
     PAGE_NAME,

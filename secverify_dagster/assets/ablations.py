@@ -3,8 +3,8 @@ ablation (no model is called) and writes the environment's ablation table under 
 
 import dagster as dg
 
-from secverify_dagster.ablations import make_ablation_table
 from secverify_dagster.assets.keys import ablations_key, eval_run_writers
+from secverify_dagster.research.ablations import make_ablation_table
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
 

@@ -7,9 +7,9 @@ import dagster as dg
 from pydantic import Field
 
 from secverify_dagster.assets.keys import BENCHMARK_SHEET, report_key
-from secverify_dagster.benchmark_sheet import SheetCadence, build_sheet
 from secverify_dagster.cadences import is_biweekly_week
-from secverify_dagster.report_scope import period_of
+from secverify_dagster.publishing.benchmark_sheet import SheetCadence, build_sheet
+from secverify_dagster.reports.scope import period_of
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from sv_shared.contracts import Environment
 

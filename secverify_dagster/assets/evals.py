@@ -11,8 +11,8 @@ import dagster as dg
 
 from secverify_dagster.assets.keys import curated_key, eval_key
 from secverify_dagster.partitions import models_partitions
-from secverify_dagster.report_trajectories import write_run_page
-from secverify_dagster.report_views import dataset_views, view_dataset, view_evals_root
+from secverify_dagster.reports.trajectories import write_run_page
+from secverify_dagster.reports.views import dataset_views, view_dataset, view_evals_root
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, EvalOutcome, EvalRunner
 from sv_shared.answers.metrics import metric_value

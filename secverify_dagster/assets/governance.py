@@ -17,10 +17,10 @@ import dagster as dg
 from pydantic import Field, StringConstraints
 
 from secverify_dagster.assets.keys import BENCHMARK_SHEET, JUDGE_VALIDATION, TOURNAMENT, checkpoint_key, report_key
-from secverify_dagster.audit import Auditor, governance_record
-from secverify_dagster.audit_events import DagsterRecords
+from secverify_dagster.audit.chain import Auditor, governance_record
+from secverify_dagster.audit.events import DagsterRecords
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
-from secverify_dagster.training import load_sft_dataset_settings
+from secverify_dagster.training.lineage import load_sft_dataset_settings
 from sv_shared.config import ConfigModel, project_root, read_config
 from sv_shared.contracts import Environment
 from sv_shared.data.files import write_json_atomic
@@ -111,9 +111,8 @@ def _sft_settings(env_id: str) -> dict[str, Any]:
 
 
 def _report_version() -> str:
-    """The report builder's code: secverify_dagster/report*.py (reports.py and the modules it is split into)."""
-    package = Path(__file__).resolve().parents[1]
-    return f"report-{_digest(*(path.read_bytes() for path in sorted(package.glob('report*.py'))))}"
+    """The report builder's code: the reports package (the report, its sections and the regression gate it shows)."""
+    return f"report-{_digest(_package_bytes('secverify_dagster.reports'))}"
 
 
 def asset_code_version(key: dg.AssetKey) -> str | None:
@@ -126,12 +125,11 @@ def asset_code_version(key: dg.AssetKey) -> str | None:
         return f"judges-{_digest(_package_bytes('sv_shared.judging'))}"
     if key == TOURNAMENT:
         versions = [get_environment(env_id).verifier.version for env_id in ("e5", "e6")]
-        return f"tournament-{_digest(versions, _file_bytes('secverify_dagster.tournament'))}"
+        return f"tournament-{_digest(versions, _file_bytes('secverify_dagster.runner.tournament'))}"
     if key == GOVERNANCE_KEY:
-        modules = ("audit", "audit_links", "audit_datasets", "audit_events")
-        return f"audit-{_digest(*(_file_bytes(f'secverify_dagster.{name}') for name in modules))}"
+        return f"audit-{_digest(_package_bytes('secverify_dagster.audit'))}"
     if key == BENCHMARK_SHEET:
-        return f"sheet-{_digest(_file_bytes('secverify_dagster.benchmark_sheet'), _report_version())}"
+        return f"sheet-{_digest(_file_bytes('secverify_dagster.publishing.benchmark_sheet'), _report_version())}"
     if any("report" in part for part in path):
         return _report_version()
     if len(path) == 2 and path[0] in ENV_IDS:

@@ -8,7 +8,7 @@ from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, TOURNAME
 from secverify_dagster.concurrency import LOCAL_MODEL_POOL
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner import EvalDataset, JudgeModels
-from secverify_dagster.tournament import TournamentConfig, rounds_markdown, run_tournament
+from secverify_dagster.runner.tournament import TournamentConfig, rounds_markdown, run_tournament
 from sv_shared.data.datasets import read_dataset
 from sv_shared.judging.measured import MODEL_FREE_JUDGES, ensure_measurement, measurement_path
 from sv_shared.registry import get_environment

@@ -1,7 +1,7 @@
 """The regression gate as a blocking check on every environment's evals, per model (partition).
 
 It judges the run the partition's latest materialization wrote against that model's previous comparable run
-(secverify_dagster.regression). Blocking: a regression fails the check, and in the same Dagster run nothing
+(secverify_dagster.reports.regression_gate). Blocking: a regression fails the check, and in the same Dagster run nothing
 downstream of the evals (the report) is materialized from them. Any run that materializes an eval includes the
 check: a job or RunRequest selecting the eval asset selects its checks unless it names other ones.
 """
@@ -14,7 +14,13 @@ import dagster as dg
 
 from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.partitions import models_partitions
-from secverify_dagster.regression import CORE_METRIC, MAX_RELATIVE_DROP, Judgement, UnjudgeableRunError, judge
+from secverify_dagster.reports.regression_gate import (
+    CORE_METRIC,
+    MAX_RELATIVE_DROP,
+    Judgement,
+    UnjudgeableRunError,
+    judge,
+)
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from sv_shared.contracts import Environment
 from sv_shared.runs.folder import RunFolder

@@ -1,12 +1,12 @@
-"""Per-environment reports for a cadence (report_scope): the slice's latest runs of every model, compared."""
+"""Per-environment reports for a cadence (reports.scope): the slice's latest runs of every model, compared."""
 
 import dagster as dg
 from pydantic import Field
 
 from secverify_dagster.assets.keys import TOURNAMENT, ablations_key, eval_run_writers, report_key
-from secverify_dagster.report_html import inline_images
-from secverify_dagster.report_scope import Cadence, report_scope
-from secverify_dagster.reports import build_report, report_dir
+from secverify_dagster.reports.environment_report import build_report, report_dir
+from secverify_dagster.reports.html import inline_images
+from secverify_dagster.reports.scope import Cadence, report_scope
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from sv_shared.contracts import Dialogue, Environment
 

@@ -6,8 +6,7 @@ import dagster as dg
 from pydantic import Field
 
 from secverify_dagster.assets.keys import curated_key, eval_run_writers, synthetic_batch_key, synthetic_key
-from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
-from secverify_dagster.synthetic_batches import (
+from secverify_dagster.research.synthetic_batches import (
     BatchRequest,
     ItemSlice,
     SyntheticBatchError,
@@ -15,7 +14,8 @@ from secverify_dagster.synthetic_batches import (
     build_synthetic_batch,
     failed_in_run,
 )
-from secverify_dagster.training import load_sft_dataset_settings
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.training.lineage import load_sft_dataset_settings
 from sv_shared.contracts import CompletionVerifier, Environment
 from sv_shared.data.review import ReviewError
 from sv_shared.training.batch_items import ItemSliceError

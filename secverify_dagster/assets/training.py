@@ -21,10 +21,10 @@ from secverify_dagster.assets.keys import (
     synthetic_key,
 )
 from secverify_dagster.concurrency import training_pool
-from secverify_dagster.experiment_runs import training_inputs
+from secverify_dagster.research.experiments import training_inputs
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
-from secverify_dagster.training import (
+from secverify_dagster.training.lineage import (
     ExperimentInputs,
     SftDatasetSettings,
     TrainingError,

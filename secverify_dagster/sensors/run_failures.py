@@ -1,5 +1,5 @@
 """The run-failure sensor: every failed run of this code location is recorded under outputs/run_failures/, once, for
-the reports' "Failed runs" section (secverify_dagster.run_failures)."""
+the reports' "Failed runs" section (secverify_dagster.audit.run_failures)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
+from secverify_dagster.audit.run_failures import MAX_ERROR_CHARS, RunFailure, StepFailure, record_failure
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
-from secverify_dagster.run_failures import MAX_ERROR_CHARS, RunFailure, StepFailure, record_failure
 from sv_shared.registry import ENV_IDS
 
 

@@ -5,7 +5,7 @@ Judged-unsafe text is shown only as its redaction marker (sv_shared.judging.reda
 transcripts are stored redacted already, but the same text can also sit in another field (a dialogue's completion is
 its last turn) or in a record written before redaction: every string shown is checked against what the record's
 verdicts flagged: a marker's hash (any string whose hash matches is shown as that marker), and flagged text still in
-clear (replaced by its marker wherever it occurs). Nothing here renders HTML; secverify_dagster.report_trajectories
+clear (replaced by its marker wherever it occurs). Nothing here renders HTML; secverify_dagster.reports.trajectories
 does, and escapes everything.
 
 Records are read as they are: any field may hold odd shapes (old records, other environments), so every reader here

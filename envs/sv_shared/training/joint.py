@@ -1,6 +1,6 @@
 """The joint stage's schedule: E5 attacker and E6 defender co-trained in alternating rounds against a frozen other side.
 
-Rounds are the tournament's (secverify_dagster/tournament.py): round 1 plays the base models; before every later
+Rounds are the tournament's (secverify_dagster/runner/tournament.py): round 1 plays the base models; before every later
 round one side trains (attackers before even rounds, defenders before odd rounds from 3 on, as its `updated_side`
 says) and the tournament then advances that side to its next checkpoint. So the k-th checkpoint a side trains is the
 one the tournament plays from the round of that side's k-th update on: the joint stage registers its checkpoints as

@@ -1,0 +1,1 @@
+"""The research loop: ablations, synthetic batches, experiments and iteration notes."""
