@@ -29,7 +29,7 @@ from secverify_dagster.schedules.reports import REPORT_SCHEDULES
 from secverify_dagster.schedules.sweeps import biweekly_full_eval, biweekly_tournament, nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from secverify_dagster.sensors.run_failures import run_failure_recorder
-from secverify_dagster.training.lineage import load_sft_dataset_settings
+from secverify_dagster.training.settings import load_sft_dataset_settings
 from sv_shared.contracts import CompletionVerifier
 from sv_shared.registry import get_environment, implemented_env_ids
 from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe, rlft_recipe_names, sft_recipe_names

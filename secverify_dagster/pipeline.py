@@ -130,7 +130,7 @@ def run_training(kind: str, recipe_name: str, experiment: Path | None = None) ->
     checkpoint, and its blocking safety scan. `experiment`: a record naming this recipe, whose overrides, data slices
     and reward change the checkpoint is trained with (and whose ref its manifest carries)."""
     from secverify_dagster.assets.keys import checkpoint_key, curated_key, sft_dataset_key
-    from secverify_dagster.training.lineage import load_promotion_config
+    from secverify_dagster.training.settings import load_promotion_config
     from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe
 
     recipe = load_sft_recipe(recipe_name) if kind == "sft" else load_rlft_recipe(recipe_name)

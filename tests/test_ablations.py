@@ -272,9 +272,9 @@ def test_no_model_is_called(
     def refuse(*args, **kwargs):
         raise AssertionError("a model client or judge was opened while re-scoring")
 
-    for module in ("secverify_dagster.runner", "secverify_dagster.resources.models"):
-        monkeypatch.setattr(f"{module}.open_client", refuse)
-    monkeypatch.setattr("secverify_dagster.runner.build_judge", refuse)
+    for module in ("runner.eval_runner", "runner.dialogue", "resources.models"):
+        monkeypatch.setattr(f"secverify_dagster.{module}.open_client", refuse)
+    monkeypatch.setattr("secverify_dagster.runner.dialogue.build_judge", refuse)
     parser = argparse.ArgumentParser()
     cli_ablate.register(parser.add_subparsers())
     for argv in (["ablate", "--env", "e1", "--models", "gpt-5"], ["ablate", "--env", "e6", "--models", "refuse-all"]):

@@ -30,7 +30,7 @@ from secverify_dagster.assets.governance import (
     load_owners,
 )
 from secverify_dagster.assets.keys import checkpoint_key, curated_key, eval_key, sft_dataset_key
-from secverify_dagster.audit.chain import Auditor
+from secverify_dagster.audit.auditor import Auditor
 from secverify_dagster.audit.events import DagsterRecords
 from secverify_dagster.cli.main import main as secverify
 from secverify_dagster.partitions import MODELS_PARTITION

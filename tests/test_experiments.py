@@ -15,16 +15,19 @@ import polars as pl
 import pytest
 import yaml
 
-import secverify_dagster.training.lineage as training
-from secverify_dagster.audit.chain import Auditor
+from secverify_dagster.audit.auditor import Auditor
 from secverify_dagster.audit.events import DagsterRecords
 from secverify_dagster.research.experiments import experiment_eval, training_inputs
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner import EvalRunner, embedded_dataset, select_items
+from secverify_dagster.training import checkpoints
+from secverify_dagster.training.inputs import ExperimentInputs, sft_examples
+from secverify_dagster.training.parents import Parent
+from secverify_dagster.training.paths import TrainingError, TrainingPaths
 from sv_shared.config import ConfigError, project_root
 from sv_shared.config.experiments import DataSlices, ExperimentError, experiment_recipe, load_experiment
 from sv_shared.registry import get_environment
-from sv_shared.training.checkpoints import CheckpointManifest, read_manifest
+from sv_shared.training.checkpoints import CheckpointManifest, checkpoint_dir, read_manifest
 from sv_shared.training.sft_data import SftDataset, SftExample, write_sft_dataset
 from sv_shared.training.trainers import TrainingResult
 
@@ -203,9 +206,9 @@ def _train_without_training(root: Path, monkeypatch: pytest.MonkeyPatch) -> list
         (model / "config.json").write_text("{}")
         return TrainingResult(output_dir, model, recipe.max_steps, recipe.max_steps, 1.0, 1.0, 1.0, "max_rss")
 
-    parent = training.Parent("smollm2-135m-instruct", "smollm2-135m-instruct", root)
-    monkeypatch.setattr(training, "run_grpo", fake_grpo)
-    monkeypatch.setattr(training, "resolve_parent", lambda *args, **kwargs: parent)
+    parent = Parent("smollm2-135m-instruct", "smollm2-135m-instruct", root)
+    monkeypatch.setattr(checkpoints, "run_grpo", fake_grpo)
+    monkeypatch.setattr(checkpoints, "resolve_parent", lambda *args, **kwargs: parent)
     return given
 
 
@@ -223,8 +226,8 @@ def test_a_checkpoint_trained_from_an_experiment_records_it_and_its_recipe(
     assert kind == "rlft" and inputs.recipe.max_steps == 2
     assert inputs.recipe.ablation == "no-calibration" and inputs.recipe.reward_weights == {"e1": {"calibration": 0.0}}
     given = _train_without_training(root, monkeypatch)
-    paths = training.TrainingPaths(root.parent / "outputs")
-    manifest = training.train_rlft("e1", paths=paths, registry={}, log=lambda _: None, experiment=inputs)
+    paths = TrainingPaths(root.parent / "outputs")
+    manifest = checkpoints.train_rlft("e1", paths=paths, registry={}, log=lambda _: None, experiment=inputs)
 
     assert manifest.experiment == inputs.ref
     assert manifest.recipe["ablation"] == "no-calibration" and manifest.recipe["max_steps"] == 2
@@ -237,7 +240,7 @@ def test_a_checkpoint_trained_from_an_experiment_records_it_and_its_recipe(
     malicious = pool.filter(pl.col(env.data.label_column) == "Malicious")
     expected = [item[env.data.id_column] for item in select_items(env, malicious, 8, 42)]
     assert [row["item_id"] for row in given] == expected
-    written = read_manifest(training.checkpoint_dir(paths.checkpoints, manifest))
+    written = read_manifest(checkpoint_dir(paths.checkpoints, manifest))
     assert written.experiment == inputs.ref
 
     chain = Auditor(paths.root, DagsterRecords(None, unavailable="no instance in this test")).checkpoint_chain(
@@ -315,22 +318,22 @@ def test_an_sft_experiment_keeps_only_the_synthetic_batches_it_names(root: Path,
         _sft_example("synthetic:2026-11-24-b1", "b"),
         _sft_example("synthetic:2026-11-24-b2", "c"),
     )
-    paths = training.TrainingPaths(tmp_path / "outputs")
+    paths = TrainingPaths(tmp_path / "outputs")
     dataset = SftDataset(examples=examples)
     digest = hashlib.sha256(dataset.train_bytes()).hexdigest()
     write_sft_dataset(paths.sft_dataset("e1"), dataset.model_copy(update={"provenance": {"dataset_hash": digest}}))
 
-    def inputs(batches: list[str]) -> training.ExperimentInputs:
+    def inputs(batches: list[str]) -> ExperimentInputs:
         path = write(root, BASE | {"training": {"recipe": "sft/e1"}, "data": {"synthetic_batches": batches}})
         return training_inputs(path)[1]
 
     recipe = inputs([]).recipe
-    assert [e.item_id for e in training.sft_examples(recipe, paths)[0]] == ["a", "b", "c"]  # no experiment: all
-    assert [e.item_id for e in training.sft_examples(recipe, paths, inputs([]))[0]] == ["a"]
-    assert [e.item_id for e in training.sft_examples(recipe, paths, inputs(["2026-11-24-b2"]))[0]] == ["a", "c"]
+    assert [e.item_id for e in sft_examples(recipe, paths)[0]] == ["a", "b", "c"]  # no experiment: all
+    assert [e.item_id for e in sft_examples(recipe, paths, inputs([]))[0]] == ["a"]
+    assert [e.item_id for e in sft_examples(recipe, paths, inputs(["2026-11-24-b2"]))[0]] == ["a", "c"]
     # A named batch the dataset does not hold (its spot-check had not passed when it was built) stops the run.
-    with pytest.raises(training.TrainingError, match="no example of synthetic:2026-11-24-b3"):
-        training.sft_examples(recipe, paths, inputs(["2026-11-24-b3"]))
+    with pytest.raises(TrainingError, match="no example of synthetic:2026-11-24-b3"):
+        sft_examples(recipe, paths, inputs(["2026-11-24-b3"]))
     with pytest.raises(ExperimentError, match="takes only synthetic_batches"):
         inputs_with_splits = BASE | {"training": {"recipe": "sft/e1"}, "data": {"splits": ["dev"]}}
         training_inputs(write(root, inputs_with_splits))

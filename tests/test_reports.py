@@ -381,15 +381,16 @@ def test_dirty_paths_round_trip_and_reach_the_report(tmp_path: Path) -> None:
 
 def test_the_runner_records_the_dirty_paths_of_a_dirty_checkout(tmp_path: Path, monkeypatch) -> None:
     import secverify_dagster.runner as runner
+    import secverify_dagster.runner.metadata as run_metadata
     from secverify_dagster.resources.models import load_registry
 
-    monkeypatch.setattr(runner, "code_version", lambda root=None: "feedbeef-dirty")
-    monkeypatch.setattr(runner, "dirty_paths", lambda root=None: ["secverify_dagster/runner/__init__.py"])
+    monkeypatch.setattr(run_metadata, "code_version", lambda root=None: "feedbeef-dirty")
+    monkeypatch.setattr(run_metadata, "dirty_paths", lambda root=None: ["secverify_dagster/runner/metadata.py"])
     dataset = runner.embedded_dataset(E1, split="test", seed=42)
     outcome = runner.EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
     (session,) = outcome.metadata.sessions
-    assert (session.code_version, session.dirty_paths) == ("feedbeef-dirty", ["secverify_dagster/runner/__init__.py"])
-    monkeypatch.setattr(runner, "code_version", lambda root=None: "feedbeef")
+    assert (session.code_version, session.dirty_paths) == ("feedbeef-dirty", ["secverify_dagster/runner/metadata.py"])
+    monkeypatch.setattr(run_metadata, "code_version", lambda root=None: "feedbeef")
     outcome = runner.EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
     written = json.loads((outcome.run_dir / "metadata.json").read_text(encoding="utf-8"))
     assert "dirty_paths" not in written["sessions"][-1]

@@ -21,7 +21,7 @@ from secverify_dagster.assets.review_checks import CHECK_NAME, build_review_chec
 from secverify_dagster.assets.training import build_sft_dataset_asset
 from secverify_dagster.cli.review import register
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
-from secverify_dagster.training.lineage import SftDatasetSettings, load_sft_dataset_settings
+from secverify_dagster.training.settings import SftDatasetSettings, load_sft_dataset_settings
 from sv_shared.config import ConfigError, validate_config
 from sv_shared.data.datasets import write_dataset
 from sv_shared.data.review import REVIEW_QUEUE_FILE, ReviewError, read_review_queue, write_review_queue
@@ -405,7 +405,8 @@ def test_sft_dataset_asset_shows_dropped_batches_and_overrides(batch: SyntheticB
 
 
 def test_an_rlft_run_draws_a_batch_s_items_only_once_its_review_passed(outputs: Path) -> None:
-    from secverify_dagster.training.lineage import TrainingError, TrainingPaths, sliced_items
+    from secverify_dagster.training.inputs import sliced_items
+    from secverify_dagster.training.paths import TrainingError, TrainingPaths
     from sv_shared.config.experiments import DataSlices
 
     curated = outputs / "datasets" / "e1" / "curated"

@@ -22,19 +22,12 @@ from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import RegistryError, load_registry, require_promoted
 from secverify_dagster.resources.training import TrackingResource
 from secverify_dagster.runner import EvalDataset, EvalRunner
-from secverify_dagster.training.lineage import (
-    SafetyScanSettings,
-    TrainingError,
-    TrainingPaths,
-    approve_checkpoint,
-    build_env_sft_dataset,
-    checkpoint_rows,
-    safety_scan,
-    train_joint,
-    train_rlft,
-    train_sft,
-    trainable_model_folder,
-)
+from secverify_dagster.training.checkpoints import train_joint, train_rlft, train_sft
+from secverify_dagster.training.parents import trainable_model_folder
+from secverify_dagster.training.paths import TrainingError, TrainingPaths
+from secverify_dagster.training.promotion import approve_checkpoint, checkpoint_rows, safety_scan
+from secverify_dagster.training.settings import SafetyScanSettings
+from secverify_dagster.training.sft_datasets import build_env_sft_dataset
 from sv_shared.config import project_root
 from sv_shared.data.datasets import read_dataset, write_dataset
 from sv_shared.registry import get_environment

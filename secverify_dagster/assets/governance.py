@@ -17,10 +17,10 @@ import dagster as dg
 from pydantic import Field, StringConstraints
 
 from secverify_dagster.assets.keys import BENCHMARK_SHEET, JUDGE_VALIDATION, TOURNAMENT, checkpoint_key, report_key
-from secverify_dagster.audit.chain import Auditor, governance_record
+from secverify_dagster.audit.auditor import Auditor, governance_record
 from secverify_dagster.audit.events import DagsterRecords
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
-from secverify_dagster.training.lineage import load_sft_dataset_settings
+from secverify_dagster.training.settings import load_sft_dataset_settings
 from sv_shared.config import ConfigModel, project_root, read_config
 from sv_shared.contracts import Environment
 from sv_shared.data.files import write_json_atomic

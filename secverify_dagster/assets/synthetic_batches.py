@@ -15,7 +15,7 @@ from secverify_dagster.research.synthetic_batches import (
     failed_in_run,
 )
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
-from secverify_dagster.training.lineage import load_sft_dataset_settings
+from secverify_dagster.training.settings import load_sft_dataset_settings
 from sv_shared.contracts import CompletionVerifier, Environment
 from sv_shared.data.review import ReviewError
 from sv_shared.training.batch_items import ItemSliceError

@@ -24,20 +24,13 @@ from secverify_dagster.concurrency import training_pool
 from secverify_dagster.research.experiments import training_inputs
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
-from secverify_dagster.training.lineage import (
-    ExperimentInputs,
-    SftDatasetSettings,
-    TrainingError,
-    TrainingPaths,
-    approve_checkpoint,
-    build_env_sft_dataset,
-    latest_checkpoint,
-    load_promotion_config,
-    load_sft_dataset_settings,
-    safety_scan,
-    train_rlft,
-    train_sft,
-)
+from secverify_dagster.training.checkpoints import train_rlft, train_sft
+from secverify_dagster.training.inputs import ExperimentInputs
+from secverify_dagster.training.parents import latest_checkpoint
+from secverify_dagster.training.paths import TrainingError, TrainingPaths
+from secverify_dagster.training.promotion import approve_checkpoint, safety_scan
+from secverify_dagster.training.settings import SftDatasetSettings, load_promotion_config, load_sft_dataset_settings
+from secverify_dagster.training.sft_datasets import build_env_sft_dataset
 from sv_shared.config import ConfigError
 from sv_shared.contracts import CompletionVerifier, Environment
 from sv_shared.data.review import ReviewError

@@ -23,8 +23,9 @@ def dagster_home() -> Path:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from secverify_dagster.audit.chain import Auditor, UnknownSubjectError
+    from secverify_dagster.audit.auditor import Auditor
     from secverify_dagster.audit.events import DagsterRecords, open_instance
+    from secverify_dagster.audit.subjects import UnknownSubjectError
 
     home = dagster_home()
     try:

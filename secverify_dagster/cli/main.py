@@ -292,7 +292,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
-    from secverify_dagster.training.lineage import TrainingPaths, checkpoint_rows
+    from secverify_dagster.training.paths import TrainingPaths
+    from secverify_dagster.training.promotion import checkpoint_rows
 
     rows = checkpoint_rows(TrainingPaths.default())
     if not rows:
@@ -306,7 +307,8 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
 
 def cmd_safety_scan(args: argparse.Namespace) -> int:
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.training.lineage import TrainingPaths, safety_scan
+    from secverify_dagster.training.paths import TrainingPaths
+    from secverify_dagster.training.promotion import safety_scan
 
     scan = safety_scan(args.model, paths=TrainingPaths.default(), registry=load_registry())
     _print(
@@ -317,7 +319,8 @@ def cmd_safety_scan(args: argparse.Namespace) -> int:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
-    from secverify_dagster.training.lineage import TrainingPaths, approve_checkpoint
+    from secverify_dagster.training.paths import TrainingPaths
+    from secverify_dagster.training.promotion import approve_checkpoint
 
     status = approve_checkpoint(
         args.model,

@@ -35,7 +35,7 @@ def _os_user() -> str:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from secverify_dagster.training.lineage import load_sft_dataset_settings
+    from secverify_dagster.training.settings import load_sft_dataset_settings
 
     batch = _batch(args.env, args.batch)
     settings = load_sft_dataset_settings().review

@@ -28,7 +28,7 @@ def cmd_synth_batch(args: argparse.Namespace) -> int:
         failed_in_run,
     )
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.training.lineage import load_sft_dataset_settings
+    from secverify_dagster.training.settings import load_sft_dataset_settings
     from sv_shared.execution.cache import JsonCache
     from sv_shared.training.batch_items import parse_filters
     from sv_shared.training.candidates import completion_verifier

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from secverify_dagster.training.lineage import ExperimentInputs
+from secverify_dagster.training.inputs import ExperimentInputs
 from sv_shared.config.experiments import Experiment, ExperimentError, experiment_recipe, load_experiment
 from sv_shared.contracts import Environment
 from sv_shared.registry import build_environment, get_environment
