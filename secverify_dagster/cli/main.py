@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset",
         default="embedded",
         help='"embedded" (default: the shipped corpus, curated), a parquet/CSV/JSONL items file, or for e4 raw '
-        "mail: a directory of .eml files, a maildir or an mbox file with its label file (see the README)",
+        "mail: a directory of .eml files, a maildir or an mbox file with its label file (see the E4 page of the docs)",
     )
     evaluate.add_argument("--split", default=None, help="split of the embedded corpus to draw from (default test)")
     evaluate.add_argument(
