@@ -85,6 +85,7 @@ docs-serve: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
 bench: setup
+	$(BIN)/python bench/bench_layout.py
 	$(BIN)/python bench/bench_e1.py
 	$(BIN)/python bench/bench_e2.py
 	$(BIN)/python bench/bench_e3.py

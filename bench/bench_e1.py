@@ -52,7 +52,8 @@ def bench_rollouts(env, dataset, n: int, batch: int, repeats: int) -> dict:
 
     from secverify_dagster.resources.models import load_registry
     from secverify_dagster.resources.models.local_model import load_local_model
-    from secverify_dagster.runner import EvalRunner, select_items
+    from secverify_dagster.runner.datasets import select_items
+    from secverify_dagster.runner.eval_runner import EvalRunner
     from sv_shared.execution.cache import JsonCache
 
     spec = load_registry()["smollm2-135m-instruct"]
@@ -122,7 +123,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
-    from secverify_dagster.runner import embedded_dataset
+    from secverify_dagster.runner.datasets import embedded_dataset
 
     env = get_environment("e1")
     dataset = embedded_dataset(env, split="train", seed=42)

@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalDataset, EvalRunner, JudgeModels
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.dialogue import JudgeModels
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.judging.local import LocalJudge
 from sv_shared.judging.measured import ensure_measurement, measurement_path
 from sv_shared.judging.verdict import Exchange

@@ -26,7 +26,8 @@ from bench_reward_hacking import Seen, detection_strategies, e4_strategies
 
 from secverify_dagster.pipeline import SCAN_FAILED, run_training
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.parents import latest_checkpoint
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
 from sv_shared.answers.statistics import align_paired, paired_bootstrap

@@ -108,8 +108,8 @@ def temporary_instance(root: Path, max_concurrent_runs: int) -> Iterator[Any]:
 
 def prepare_data(root: Path) -> Path:
     """E1–E4's data lineage materialized under root/outputs/datasets (copied into each measured outputs folder)."""
+    from secverify_dagster.cadences import WEEKLY_ENVS
     from secverify_dagster.definitions import defs
-    from secverify_dagster.schedules.sweeps import WEEKLY_ENVS
 
     with temporary_instance(root, max_concurrent_runs=1) as instance:
         for env_id in WEEKLY_ENVS:

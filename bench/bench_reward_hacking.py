@@ -27,7 +27,8 @@ from typing import Any
 import yaml
 
 from secverify_dagster.resources.models import load_registry, open_client
-from secverify_dagster.runner import batch_policy, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.dialogue import batch_policy
 from sv_env_code_vulnerability.data import make_diff
 from sv_env_code_vulnerability.verify import answer_json
 from sv_env_config_verification.canonical import CANONICAL

@@ -27,7 +27,7 @@ from typing import Any
 
 from secverify_dagster.resources.models.local_model import DEFAULT_SOURCE, load_local_model
 from secverify_dagster.resources.models.types import ChatRequest, Completion
-from secverify_dagster.runner import embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
 from sv_shared.answers.completion import (
     AnswerEnd,
     answer_end_of,

@@ -12,6 +12,12 @@ from datetime import date, timedelta
 
 from secverify_dagster.resources.models import ModelSpec, Reachability, reachability
 
+WEEKLY_ENVS = ("e1", "e2", "e3", "e4")
+"""The weekly quick sweep's environments (N=10 each)."""
+
+NIGHTLY_ENVS = ("e1", "e2", "e3", "e4")
+"""The nightly regression evals' environments (the unmodified open checkpoints)."""
+
 BIWEEKLY_ANCHOR = date(2026, 11, 23)
 """A Monday: the first bi-weekly week starts here; the others every 14 days before and after it."""
 

@@ -21,7 +21,8 @@ from secverify_dagster.reports.ablations import ablation_report_lines
 from secverify_dagster.research.ablations import make_ablation_table
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.answers.statistics import paired_bootstrap
 from sv_shared.config import project_root
 from sv_shared.contracts.verifier import StoredRecordError

@@ -36,7 +36,9 @@ from secverify_dagster.cli.main import main as secverify
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, code_version, dirty_paths, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
+from secverify_dagster.runner.metadata import code_version, dirty_paths
 from sv_shared.config import ConfigError, project_root
 from sv_shared.data.hashing import sha256_hex
 from sv_shared.registry import get_environment

@@ -18,7 +18,8 @@ from secverify_dagster.publishing.benchmark_sheet import NOT_FULL_EVAL, SHEET_CA
 from secverify_dagster.reports.scope import parse_utc, period_of
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.answers.rate_intervals import confusion_rate_cis
 from sv_shared.answers.statistics import bootstrap_mean_ci
 from sv_shared.registry import get_environment

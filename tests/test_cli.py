@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from secverify_dagster.cli.main import build_parser, main
-from secverify_dagster.runner import embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder
 from sv_shared.runs.schema import ScoredCompletion

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from secverify_dagster.runner import embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
 from sv_env_network_logs import baseline
 from sv_env_network_logs.schema import FEATURE_COLUMNS
 from sv_shared.registry import get_environment

@@ -17,7 +17,8 @@ from secverify_dagster.reports.views import (
     view_evals_root,
 )
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_env_network_logs import views
 from sv_env_network_logs.schema import validate_flows
 from sv_shared.registry import get_environment

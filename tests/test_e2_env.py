@@ -14,7 +14,8 @@ import polars as pl
 import pytest
 
 from secverify_dagster.resources.models import ModelSpec
-from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_env_config_verification import data, rollout
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.env import build

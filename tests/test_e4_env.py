@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_env_phishing_detection import baseline, prompts, reputation
 from sv_env_phishing_detection.config import ToolSettings, UrlReputation
 from sv_env_phishing_detection.env import build

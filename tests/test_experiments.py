@@ -19,7 +19,8 @@ from secverify_dagster.audit.auditor import Auditor
 from secverify_dagster.audit.events import DagsterRecords
 from secverify_dagster.research.experiments import experiment_eval, training_inputs
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset, select_items
+from secverify_dagster.runner.datasets import embedded_dataset, select_items
+from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training import checkpoints
 from secverify_dagster.training.inputs import ExperimentInputs, sft_examples
 from secverify_dagster.training.parents import Parent

@@ -19,7 +19,8 @@ import pytest
 from secverify_dagster.cli.publish import register
 from secverify_dagster.publishing.export import ExportError, export_bundle
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.data.hashing import sha256_hex
 from sv_shared.judging.redaction import MARKER_PREFIX, is_redacted
 from sv_shared.publishing.sanitize import LocalFacts, Sanitizer, secret_field

@@ -33,7 +33,8 @@ from secverify.interop.inspect.provider import BaselineThroughInspectError, Unkn
 from secverify.interop.inspect.tasks import NoToolModeError, single_turn_task
 from secverify.interop.items import eval_slice
 from secverify_dagster.resources.models import ModelSpec, open_client
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.answers.metrics import metric_value
 from sv_shared.contracts import Environment, Item, PolicyReply
 from sv_shared.registry import get_environment

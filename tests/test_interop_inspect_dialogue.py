@@ -24,7 +24,8 @@ from served_model import inspect_environment  # noqa: E402
 from secverify.interop.inspect.dialogue import NotADialogueError, dialogue_task  # noqa: E402
 from secverify.interop.inspect.log_redaction import Scrubber  # noqa: E402
 from secverify_dagster.resources.models import ChatRequest, ModelSpec, load_registry, open_client  # noqa: E402
-from secverify_dagster.runner import EvalRunner, embedded_dataset  # noqa: E402
+from secverify_dagster.runner.datasets import embedded_dataset  # noqa: E402
+from secverify_dagster.runner.eval_runner import EvalRunner  # noqa: E402
 from sv_shared.judging.local import LocalJudge  # noqa: E402
 from sv_shared.judging.redaction import redaction_marker  # noqa: E402
 from sv_shared.judging.verdict import Exchange, Verdict  # noqa: E402
@@ -67,10 +68,9 @@ def unsafe_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path / "outputs"))
+def isolated_logs(isolated_outputs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our outputs and inspect's logs both in this test's folder."""
     monkeypatch.setenv("INSPECT_LOG_DIR", str(tmp_path / "logs"))
-    return tmp_path / "outputs"
 
 
 def play_through_runner(

@@ -19,7 +19,8 @@ vf = pytest.importorskip("verifiers.v1")
 from secverify.interop.items import eval_slice  # noqa: E402
 from secverify.interop.verifiers.common import SecverifyChatHarness, SecverifyEnv, answer_trace  # noqa: E402
 from secverify_dagster.resources.models import load_registry  # noqa: E402
-from secverify_dagster.runner import EvalRunner, embedded_dataset  # noqa: E402
+from secverify_dagster.runner.datasets import embedded_dataset  # noqa: E402
+from secverify_dagster.runner.eval_runner import EvalRunner  # noqa: E402
 from sv_shared.answers.rewards import RewardWeights  # noqa: E402
 from sv_shared.registry import ENV_NAMES, get_environment  # noqa: E402
 from sv_shared.runs.folder import RunFolder  # noqa: E402

@@ -34,7 +34,8 @@ import sv_shared.execution.dialogue as dialogue_runtime  # noqa: E402
 from secverify.interop.verifiers import dialogue as vf_dialogue  # noqa: E402
 from secverify.interop.verifiers.common import answer_trace  # noqa: E402
 from secverify_dagster.resources.models import load_registry, open_client  # noqa: E402
-from secverify_dagster.runner import EvalRunner, embedded_dataset  # noqa: E402
+from secverify_dagster.runner.datasets import embedded_dataset  # noqa: E402
+from secverify_dagster.runner.eval_runner import EvalRunner  # noqa: E402
 from sv_shared.contracts import PolicyReply  # noqa: E402
 from sv_shared.judging import build_judge  # noqa: E402
 from sv_shared.judging.verdict import Exchange, Verdict  # noqa: E402

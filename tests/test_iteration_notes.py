@@ -22,7 +22,8 @@ from secverify_dagster.research.iteration_notes import (
     write_note,
 )
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.answers.statistics import paired_bootstrap
 from sv_shared.config import project_root
 from sv_shared.config.experiments import load_experiment

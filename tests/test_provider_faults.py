@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 from secverify_dagster.resources.models import ModelSpec, RetryPolicy, load_registry, open_client
-from secverify_dagster.runner import EvalDataset, EvalOutcome, EvalRunner, embedded_dataset, select_items
+from secverify_dagster.runner.datasets import EvalDataset, embedded_dataset, select_items
+from secverify_dagster.runner.eval_runner import EvalOutcome, EvalRunner
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder
 

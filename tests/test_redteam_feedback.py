@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_env_redteam_attack.failures import defender_failures
 from sv_env_redteam_defense.probes import attack_probes
 from sv_shared.registry import ENV_NAMES, get_environment
@@ -17,10 +18,7 @@ from sv_shared.runs.records import latest_complete_runs
 REGISTRY = load_registry()
 
 
-@pytest.fixture(autouse=True)
-def isolated_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path / "outputs"))
-    return tmp_path / "outputs"
+pytestmark = pytest.mark.usefixtures("isolated_outputs")
 
 
 def _feedback(env, isolated_outputs: Path) -> list:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.contracts import PolicyReply
 from sv_shared.judging.local import LocalJudge
 from sv_shared.judging.verdict import Exchange, Verdict
@@ -36,10 +37,7 @@ class SpyJudge:
         return verdicts
 
 
-@pytest.fixture(autouse=True)
-def isolated_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path / "outputs"))
-    return tmp_path / "outputs"
+pytestmark = pytest.mark.usefixtures("isolated_outputs")
 
 
 def _runner(env, model: str, *, target: str | None = None, **kwargs) -> EvalRunner:

@@ -27,7 +27,7 @@ from secverify_dagster.reports.regression_gate import (
     previous_comparable_run,
 )
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import embedded_dataset, select_items
+from secverify_dagster.runner.datasets import embedded_dataset, select_items
 from sv_shared.answers.statistics import align_paired
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder

@@ -380,18 +380,19 @@ def test_dirty_paths_round_trip_and_reach_the_report(tmp_path: Path) -> None:
 
 
 def test_the_runner_records_the_dirty_paths_of_a_dirty_checkout(tmp_path: Path, monkeypatch) -> None:
-    import secverify_dagster.runner as runner
     import secverify_dagster.runner.metadata as run_metadata
     from secverify_dagster.resources.models import load_registry
+    from secverify_dagster.runner.datasets import embedded_dataset
+    from secverify_dagster.runner.eval_runner import EvalRunner
 
     monkeypatch.setattr(run_metadata, "code_version", lambda root=None: "feedbeef-dirty")
     monkeypatch.setattr(run_metadata, "dirty_paths", lambda root=None: ["secverify_dagster/runner/metadata.py"])
-    dataset = runner.embedded_dataset(E1, split="test", seed=42)
-    outcome = runner.EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
+    dataset = embedded_dataset(E1, split="test", seed=42)
+    outcome = EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
     (session,) = outcome.metadata.sessions
     assert (session.code_version, session.dirty_paths) == ("feedbeef-dirty", ["secverify_dagster/runner/metadata.py"])
     monkeypatch.setattr(run_metadata, "code_version", lambda root=None: "feedbeef")
-    outcome = runner.EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
+    outcome = EvalRunner(E1, load_registry()["heuristic"], evals_root=tmp_path).run(dataset, n=3, seed=42)
     written = json.loads((outcome.run_dir / "metadata.json").read_text(encoding="utf-8"))
     assert "dirty_paths" not in written["sessions"][-1]
 
@@ -743,7 +744,8 @@ def test_triage_of_real_runs_counts_categories_and_never_shows_unsafe_text(tmp_p
     """Rule baselines' real runs: E1's heuristic is wrong on some flows, E6's naive complier complies with harmful
     requests (judged unsafe, stored redacted); the report counts them and shows ids and reasons, never text."""
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.runner import EvalRunner, embedded_dataset
+    from secverify_dagster.runner.datasets import embedded_dataset
+    from secverify_dagster.runner.eval_runner import EvalRunner
 
     registry = load_registry()
     evals = tmp_path / "evals"
@@ -777,7 +779,7 @@ def _scripted(replies: list[PolicyReply]):
 
 def _episode_record(env, replies: list[PolicyReply]) -> ResultRecord:
     """One real tool-using episode of the environment, driven by scripted replies, recorded as the runner does."""
-    from secverify_dagster.runner import embedded_dataset, select_items
+    from secverify_dagster.runner.datasets import embedded_dataset, select_items
 
     (item,) = select_items(env, embedded_dataset(env, split="test", seed=42).frame, 1, 42)
     scored = env.episodes.rollout(item, _scripted(replies), tool_protocol="native")

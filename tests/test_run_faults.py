@@ -28,7 +28,9 @@ import pytest
 from secverify_dagster.cli.main import main
 from secverify_dagster.reports.environment_report import build_report
 from secverify_dagster.resources.models import ChatRequest, Completion, ModelClient, ModelSpec, load_registry
-from secverify_dagster.runner import MAX_ITEM_ATTEMPTS, EvalRunner, embedded_dataset, select_items
+from secverify_dagster.runner.datasets import embedded_dataset, select_items
+from secverify_dagster.runner.eval_runner import EvalRunner
+from secverify_dagster.runner.failures import MAX_ITEM_ATTEMPTS
 from sv_shared.data.datasets import read_dataset, write_dataset
 from sv_shared.data.files import FolderBusyError, exclusive, json_text
 from sv_shared.execution.cache import JsonCache

@@ -17,7 +17,8 @@ from secverify_dagster.reports.environment_report import build_report
 from secverify_dagster.reports.runs import select_runs
 from secverify_dagster.reports.scope import report_scope
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder
 from sv_shared.runs.records import latest_complete_runs

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ProviderError, load_registry, open_client
-from secverify_dagster.runner import EvalRunner, embedded_dataset, select_items
+from secverify_dagster.runner.datasets import embedded_dataset, select_items
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.contracts import ToolUse
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder, RunMismatchError

@@ -82,7 +82,7 @@ def test_llama_guard_judge_runs_over_the_served_endpoint(served: tuple[str, str]
     SmolLM2 is no safety classifier: this checks the transport, the prompt and the parser end to end (a verdict or a
     named UNPARSEABLE, never a crash); accuracy is what `secverify judges` measures for a real guard model.
     """
-    from secverify_dagster.runner import batch_policy
+    from secverify_dagster.runner.dialogue import batch_policy
     from sv_shared.judging import build_judge
     from sv_shared.judging.verdict import UNAVAILABLE, UNPARSEABLE, Exchange
 

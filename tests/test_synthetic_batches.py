@@ -27,7 +27,8 @@ from secverify_dagster.research.synthetic_batches import (
 )
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import EvalDataset, EvalRunner, embedded_dataset
+from secverify_dagster.runner.datasets import EvalDataset, embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_shared.data.datasets import write_dataset
 from sv_shared.data.review import read_review_queue
 from sv_shared.data.review_batches import batches_root, list_batches, read_batch

@@ -7,17 +7,13 @@ from pathlib import Path
 import pytest
 
 from secverify_dagster.resources.models import load_registry
-from secverify_dagster.runner import embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
 from secverify_dagster.runner.tournament import TournamentConfig, rounds_markdown, run_tournament, updated_side
 from sv_shared.answers.novelty import read_archive
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder
 
-
-@pytest.fixture(autouse=True)
-def isolated_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path / "outputs"))
-    return tmp_path / "outputs"
+pytestmark = pytest.mark.usefixtures("isolated_outputs")
 
 
 def test_rounds_alternate_the_updated_side() -> None:

@@ -21,7 +21,8 @@ from secverify_dagster.reports.environment_report import build_report
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import RegistryError, load_registry, require_promoted
 from secverify_dagster.resources.training import TrackingResource
-from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.checkpoints import train_joint, train_rlft, train_sft
 from secverify_dagster.training.parents import trainable_model_folder
 from secverify_dagster.training.paths import TrainingError, TrainingPaths

@@ -43,7 +43,8 @@ def evals(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real runs of rule baselines: E1's heuristic (single-turn) and E6's naive complier (dialogues judged unsafe,
     stored redacted)."""
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.runner import EvalRunner, embedded_dataset
+    from secverify_dagster.runner.datasets import embedded_dataset
+    from secverify_dagster.runner.eval_runner import EvalRunner
 
     registry = load_registry()
     root = tmp_path_factory.mktemp("outputs") / "evals"
@@ -146,7 +147,7 @@ def _call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
 
 def _episode(env_id: str, replies: list[PolicyReply]) -> ResultRecord:
     """A real tool-using episode of the environment, driven by scripted replies, recorded as the runner records it."""
-    from secverify_dagster.runner import embedded_dataset, select_items
+    from secverify_dagster.runner.datasets import embedded_dataset, select_items
 
     env = get_environment(env_id)
     (item,) = select_items(env, embedded_dataset(env, split="test", seed=42).frame, 1, 42)

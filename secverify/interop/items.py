@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from secverify_dagster.runner import embedded_dataset, file_dataset, select_items
+from secverify_dagster.runner.datasets import embedded_dataset, file_dataset, select_items
 from sv_shared.contracts import Environment, Item
 from sv_shared.registry import ENV_NAMES, get_environment
 

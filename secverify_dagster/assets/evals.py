@@ -14,7 +14,8 @@ from secverify_dagster.partitions import models_partitions
 from secverify_dagster.reports.trajectories import write_run_page
 from secverify_dagster.reports.views import dataset_views, view_dataset, view_evals_root
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
-from secverify_dagster.runner import EvalDataset, EvalOutcome, EvalRunner
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.eval_runner import EvalOutcome, EvalRunner
 from sv_shared.answers.metrics import metric_value
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset

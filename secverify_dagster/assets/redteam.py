@@ -7,7 +7,8 @@ import dagster as dg
 from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, TOURNAMENT_ENV, curated_key
 from secverify_dagster.concurrency import LOCAL_MODEL_POOL
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
-from secverify_dagster.runner import EvalDataset, JudgeModels
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.dialogue import JudgeModels
 from secverify_dagster.runner.tournament import TournamentConfig, rounds_markdown, run_tournament
 from sv_shared.data.datasets import read_dataset
 from sv_shared.judging.measured import MODEL_FREE_JUDGES, ensure_measurement, measurement_path

@@ -20,7 +20,7 @@ import polars as pl
 from secverify_dagster.assets.keys import curated_key, raw_key, sft_dataset_key, synthetic_key
 from secverify_dagster.audit.events import DagsterRecords, MetadataMatch
 from secverify_dagster.audit.links import Link, mismatched, missing, present
-from secverify_dagster.runner import embedded_dataset
+from secverify_dagster.runner.datasets import embedded_dataset
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset, value_counts
 from sv_shared.data.hashing import frame_hash

@@ -17,7 +17,7 @@ from secverify_dagster.assets.keys import TOURNAMENT, TOURNAMENT_ENV, checkpoint
 from secverify_dagster.audit.experiment import experiment_link
 from secverify_dagster.audit.links import Link, mismatched, missing, present
 from secverify_dagster.audit.subjects import Subjects, read_json, recipe_kind
-from secverify_dagster.runner import select_items
+from secverify_dagster.runner.datasets import select_items
 from sv_shared.config import ConfigError
 from sv_shared.contracts import Environment, Verifier
 from sv_shared.data.hashing import sha256_hex, stable_json

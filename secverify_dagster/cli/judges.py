@@ -25,7 +25,7 @@ def _line(spec: str, where: str, hint: bool, block: dict[str, Any], used: bool) 
 
 def cmd_judges(args: argparse.Namespace) -> int:
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.runner import JudgeModels
+    from secverify_dagster.runner.dialogue import JudgeModels
     from sv_shared.judging.measured import MEASUREMENT_SPLIT, MODEL_FREE_JUDGES, correction_figures, ensure_measurement
 
     print(f"  {'judge':<38} {'set':<22} {'hint':<5} {'n':>5} {'sens.':>6} {'spec.':>6} {'kappa':>6} "

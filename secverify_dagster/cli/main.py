@@ -81,7 +81,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from secverify_dagster.reports.trajectories import write_run_page
     from secverify_dagster.reports.views import UnknownViewError, view_dataset, view_evals_root
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.runner import MAX_ITEM_ATTEMPTS, EvalRunner, embedded_dataset, file_dataset
+    from secverify_dagster.runner.datasets import embedded_dataset, file_dataset
+    from secverify_dagster.runner.eval_runner import EvalRunner
+    from secverify_dagster.runner.failures import MAX_ITEM_ATTEMPTS
     from sv_shared.execution.cache import JsonCache
 
     chosen = experiment.eval_experiment(args)
@@ -183,7 +185,7 @@ def _counterparts(args: argparse.Namespace, env, registry) -> dict:
 
 def cmd_tournament(args: argparse.Namespace) -> int:
     from secverify_dagster.resources.models import load_registry
-    from secverify_dagster.runner import embedded_dataset
+    from secverify_dagster.runner.datasets import embedded_dataset
     from secverify_dagster.runner.tournament import TournamentConfig, rounds_markdown, run_tournament
 
     env = get_environment("e5")
@@ -245,7 +247,8 @@ def _errors_path(out: Path) -> Path:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from secverify_dagster.reports.environment_report import summary_lines
-    from secverify_dagster.runner import file_dataset, score_completions
+    from secverify_dagster.runner.datasets import file_dataset
+    from secverify_dagster.runner.offline_scoring import score_completions
     from sv_shared.runs.folder import write_json, write_jsonl
 
     env = get_environment(args.env)

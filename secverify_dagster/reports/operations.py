@@ -27,7 +27,7 @@ from typing import Any
 from secverify_dagster.audit.run_failures import RunFailure, read_failures
 from secverify_dagster.reports.runs import RunView
 from secverify_dagster.reports.scope import Period, ReportScope, parse_utc
-from secverify_dagster.runner import code_version, dirty_paths
+from secverify_dagster.runner.metadata import code_version, dirty_paths
 from sv_shared.contracts import Environment
 from sv_shared.runs.folder import RunFolder, RunRecordError, read_json
 from sv_shared.runs.schema import ModelIdentity, RunMetadata

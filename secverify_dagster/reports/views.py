@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster.reports.runs import RunView
-from secverify_dagster.runner import EvalDataset
+from secverify_dagster.runner.datasets import EvalDataset
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.contracts import Environment
 from sv_shared.runs.records import complete_runs

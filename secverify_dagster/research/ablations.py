@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secverify_dagster.reports.ablations import ablations_report_dir
-from secverify_dagster.runner import code_version, dirty_paths
+from secverify_dagster.runner.metadata import code_version, dirty_paths
 from sv_shared.contracts import Environment
 from sv_shared.runs.ablation_table import AblationTable, build_table, write_table
 from sv_shared.runs.ablations import ablations, load_ablation

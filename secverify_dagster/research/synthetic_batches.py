@@ -23,7 +23,8 @@ import polars as pl
 
 from secverify_dagster.resources.models import ModelSpec
 from secverify_dagster.resources.models.client import ModelClient, make_provider
-from secverify_dagster.runner import EvalDataset, EvalRunner, ProgressCallback, embedded_dataset
+from secverify_dagster.runner.datasets import EvalDataset, embedded_dataset
+from secverify_dagster.runner.eval_runner import EvalRunner, ProgressCallback
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset
 from sv_shared.data.hashing import frame_hash

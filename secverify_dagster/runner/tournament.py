@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster.resources.models import ModelSpec
-from secverify_dagster.runner import EvalDataset, EvalOutcome, EvalRunner
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.eval_runner import EvalOutcome, EvalRunner
 from sv_shared.answers.novelty import write_archive
 from sv_shared.answers.plots import plot_success_curves
 from sv_shared.contracts import Environment

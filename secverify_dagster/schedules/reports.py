@@ -17,9 +17,8 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from secverify_dagster.assets.keys import ablations_key, report_key
-from secverify_dagster.cadences import is_biweekly_week
+from secverify_dagster.cadences import WEEKLY_ENVS, is_biweekly_week
 from secverify_dagster.reports.scope import Cadence, Period, period_of
-from secverify_dagster.schedules.sweeps import WEEKLY_ENVS
 from sv_shared.registry import implemented_env_ids
 
 REPORTS_JOB = "reports_job"

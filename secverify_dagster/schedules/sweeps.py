@@ -14,16 +14,19 @@ from collections.abc import Callable
 
 import dagster as dg
 
-from secverify_dagster.cadences import is_biweekly_week, is_open_base_model, runnable_pairs
+from secverify_dagster.cadences import (
+    NIGHTLY_ENVS,
+    WEEKLY_ENVS,
+    is_biweekly_week,
+    is_open_base_model,
+    runnable_pairs,
+)
 from secverify_dagster.jobs import eval_job, eval_run_request
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.served_endpoints import without_down_endpoints
 from secverify_dagster.resources.vllm import VllmResource
 from sv_shared.registry import get_environment, implemented_env_ids
-
-WEEKLY_ENVS = ("e1", "e2", "e3", "e4")
-NIGHTLY_ENVS = ("e1", "e2", "e3", "e4")
 
 
 def sweep_requests(

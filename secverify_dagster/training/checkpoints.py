@@ -10,7 +10,9 @@ from typing import Any
 
 from secverify_dagster.assets.keys import TOURNAMENT_ENV
 from secverify_dagster.resources.models import ModelSpec, load_registry, open_client
-from secverify_dagster.runner import batch_policy, code_version, dirty_paths, select_items
+from secverify_dagster.runner.datasets import select_items
+from secverify_dagster.runner.dialogue import batch_policy
+from secverify_dagster.runner.metadata import code_version, dirty_paths
 from secverify_dagster.runner.tournament import TournamentConfig, run_tournament
 from secverify_dagster.training.inputs import ExperimentInputs, rlft_rows, sft_examples
 from secverify_dagster.training.parents import Parent, resolve_parent

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from secverify_dagster.runner import select_items
+from secverify_dagster.runner.datasets import select_items
 from secverify_dagster.training.paths import TrainingError, TrainingPaths, curated
 from secverify_dagster.training.settings import load_sft_dataset_settings
 from sv_shared.config.experiments import DataSlices

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster.resources.models import ModelSpec
-from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.parents import checkpoint_by_id
 from secverify_dagster.training.paths import Log, TrainingError, TrainingPaths
 from secverify_dagster.training.settings import SafetyScanSettings, load_promotion_config

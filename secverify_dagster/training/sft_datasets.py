@@ -10,7 +10,8 @@ from typing import Any
 import polars as pl
 
 from secverify_dagster.resources.models import ModelSpec
-from secverify_dagster.runner import EvalDataset, EvalRunner
+from secverify_dagster.runner.datasets import EvalDataset
+from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.paths import TrainingError, TrainingPaths, curated
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset

@@ -42,7 +42,7 @@ from secverify.interop.inspect.messages import chat_messages, generation_config,
 from secverify.interop.inspect.scorers import ITEM_ID, run_metrics, score_of
 from secverify.interop.items import eval_slice
 from secverify_dagster.resources.models import ModelSpec, load_registry, open_client
-from secverify_dagster.runner import JudgeModels, counterpart_policy
+from secverify_dagster.runner.dialogue import JudgeModels, counterpart_policy
 from sv_shared.contracts import BatchPolicy, Dialogue, Environment, Item, Message, PolicyReply, ScoredSample
 from sv_shared.judging.verdict import Exchange, Judge, Verdict
 

@@ -28,8 +28,8 @@ from verifiers.v1.types import content_text
 
 from secverify.interop.verifiers.common import SecverifyTask
 from secverify_dagster.resources.models import ModelSpec, load_registry, reachability, require_promoted
-from secverify_dagster.runner import DialogueParts
-from secverify_dagster.runner import open_dialogue_parts as runner_dialogue_parts
+from secverify_dagster.runner.dialogue import DialogueParts
+from secverify_dagster.runner.dialogue import open_dialogue_parts as runner_dialogue_parts
 from sv_shared.contracts import Dialogue, Environment, Item, Message, PolicyReply, ScoredSample
 from sv_shared.data.files import replace_lone_surrogates
 from sv_shared.judging.redaction import UNJUDGED, redaction_marker
