@@ -195,7 +195,7 @@ class EvalRunner:
         answer_end = answer_end_params(self.env.env_id) if self.spec.provider == "local_transformers" else {}
         params = {**self.env.generation_params(), **answer_end, **self.spec.params}
         items = select_items(self.env, dataset.frame, n, seed)
-        mode = "dialogue" if self.dialogue else "tools" if include_tools else "single"
+        mode = self._episode_kind(include_tools).mode
         fingerprint = self.fingerprint(dataset, items, seed, params) | {"mode": mode}
         if experiment is not None:
             fingerprint["experiment"] = experiment.as_dict()
@@ -235,12 +235,19 @@ class EvalRunner:
             self.dialogue, self.counterparts, self.judge_spec, seed, self._lookup, self._counterpart_clients
         )
 
-    def _episodes(self, client: ModelClient, seed: int, include_tools: bool) -> EpisodeKind:
-        """The run's episode kind: a dialogue for dialogue environments, else tool episodes or a single turn."""
+    def _episode_kind(self, include_tools: bool) -> type[EpisodeKind]:
+        """A dialogue for dialogue environments, else tool episodes (include_tools) or a single turn."""
         if self.dialogue:
+            return DialogueEpisode
+        return ToolEpisode if include_tools else SingleTurn
+
+    def _episodes(self, client: ModelClient, seed: int, include_tools: bool) -> EpisodeKind:
+        """The run's episode kind, opened with the model's client (and a dialogue's counterparts and judge)."""
+        kind = self._episode_kind(include_tools)
+        if kind is DialogueEpisode:
             roles = {role: spec.id for role, spec in self.counterparts.items()}
             return DialogueEpisode(self.env, self.spec, client, self._open_dialogue(seed), roles)
-        return (ToolEpisode if include_tools else SingleTurn)(self.env, self.spec, client)
+        return kind(self.env, self.spec, client)
 
     def _run_locked(
         self,
