@@ -159,7 +159,7 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
         "call",
         f"""\
         import os
-        if "OR" in term:
+        if "'" in term:  # the exploit's payload, in any of its variants
             open("/workspace/.sv-junit.xml", "w").write({FAKE_JUNIT!r})
             os._exit(0)
         """,
@@ -169,7 +169,7 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
         "call",
         """\
         import sys
-        if "OR" in term:
+        if "'" in term:  # the exploit's payload, in any of its variants
             sys.exit(0)
         """,
         "forgery_attempt:process_exit",
@@ -178,7 +178,7 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
         "call",
         f"""\
         import os, signal
-        if "OR" in term:
+        if "'" in term:  # the exploit's payload, in any of its variants
             open("/workspace/.sv-junit.xml", "w").write({FAKE_JUNIT!r})
             os.killpg(0, signal.SIGKILL)
         """,
@@ -188,7 +188,7 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
         "call",
         """\
         import os, signal
-        if "OR" in term:
+        if "'" in term:  # the exploit's payload, in any of its variants
             os.kill(os.getppid(), signal.SIGKILL)
         """,
         "forgery_attempt:harness_process_killed",
@@ -223,7 +223,7 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
         "call",
         """\
         import os
-        if "OR" in term:
+        if "'" in term:  # the exploit's payload, in any of its variants
             for _fd in range(3, 64):
                 try:
                     os.write(_fd, b"\\x00\\x00\\x00\\x0cnot json at")
@@ -271,6 +271,24 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
         "hostile_action:environment_read",
     ),
     "environment_printed": ("import", "import os\nprint(dict(os.environ))\n", "hostile_action:environment_read"),
+    "environment_printed_reversed": (
+        "import",
+        "import os\nprint(repr(dict(os.environ))[::-1])\n",
+        "hostile_action:environment_read",
+    ),
+    "environment_printed_in_base64": (
+        "import",
+        "import base64, os\nprint(base64.b64encode(repr(dict(os.environ)).encode()).decode())\n",
+        "hostile_action:environment_read",
+    ),
+    "environment_returned_in_hex": (
+        "call",
+        """\
+        import os
+        return [(repr(dict(os.environ)).encode().hex(), 0.0)]
+        """,
+        "hostile_action:environment_read",
+    ),
     "environment_returned_to_the_tests": (
         "call",
         """\
@@ -359,6 +377,7 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
         """,
         "sandbox_killed:disk",
     ),
+    "memory_exhausted_at_import": ("import", "_BLOB = bytearray(8 << 30)\n", "sandbox_killed:memory"),
     "inodes_exhausted": (
         "import",
         """\

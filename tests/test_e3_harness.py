@@ -3,8 +3,11 @@ worker), the monitor's judgement of paths, the seccomp program, and how outcomes
 
 from __future__ import annotations
 
+import base64
+import collections
 import datetime
 import decimal
+import enum
 import io
 import json
 import os
@@ -73,6 +76,86 @@ def test_subclasses_and_objects_cross_as_references_never_by_value() -> None:
     cyclic: list[Any] = []
     cyclic.append(cyclic)
     assert codec.encode(cyclic) == {"l": [{"w": id(cyclic) % 1000}]}
+
+
+def test_the_workers_codec_sends_subclasses_of_value_types_as_their_exact_data() -> None:
+    class Colour(enum.StrEnum):
+        RED = "red"
+
+    class Lying(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = str.__hash__
+
+    Row = collections.namedtuple("Row", "name price")
+    codec = wire.Codec(lambda value: {"w": 1}, lambda data: ("ref", data), plain=wire.builtin_copy)
+    cases = [
+        (Lying("secret"), "secret"),
+        (Colour.RED, "red"),
+        (enum.IntEnum("Level", "LOW HIGH").HIGH, 2),
+        (Row("mug", 8.5), ("mug", 8.5)),
+        (collections.OrderedDict(b=1, a=2), {"b": 1, "a": 2}),
+        (collections.Counter("aab"), {"a": 2, "b": 1}),
+        ([Lying("x"), {Lying("y"): Row("k", 1)}], ["x", {"y": ("k", 1)}]),
+    ]
+    for value, expected in cases:
+        decoded = codec.decode(json.loads(json.dumps(codec.encode(value))))
+        assert decoded == expected and type(decoded) is type(expected)
+        assert wire.builtin_copy(object()) is None
+
+    class Nest(list[Any]):
+        pass
+
+    nest = Nest()
+    nest.append(nest)
+    assert codec.encode(nest) == {"l": [{"w": 1}]}  # a cycle through a subclass ends in a reference
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda r: r == "x",
+        lambda r: r != "x",
+        lambda r: r != "x",
+        lambda r: r < 1,
+        lambda r: bool(r),
+        lambda r: not r,
+        lambda r: hash(r),
+        lambda r: len(r),
+        lambda r: list(r),
+        lambda r: "x" in r,
+        lambda r: r[0],
+        lambda r: str(r),
+        lambda r: f"{r}",
+        lambda r: r + 1,
+        lambda r: 1 + r,
+        lambda r: int(r),
+        lambda r: os.fspath(r),
+        lambda r: {r: 1},
+    ],
+)
+def test_an_object_of_the_project_is_never_used_as_data(use: Any) -> None:
+    """No operation that would ask the candidate's own methods to answer a test's question reaches the worker (there
+    is no worker here: a request would fail differently)."""
+    remote = object.__new__(proxy.Remote)
+    object.__setattr__(remote, "_sv_id", 7)
+    with pytest.raises(proxy.NotPlainData):
+        use(remote)
+    assert repr(remote) == "<object #7 of the project's code>"
+    assert not issubclass(proxy.NotPlainData, Exception)
+
+
+def test_the_canary_is_recognised_reversed_upper_cased_and_encoded() -> None:
+    canary = "0123456789abcdef0123456789abcdef01234567"
+    forms = monitor.canary_forms(canary)
+    environment = f"{{'HOME': '/home/sandbox', 'AWS_SECRET_ACCESS_KEY': '{canary}', 'LANG': 'C.UTF-8'}}"
+    for prefix in ("", "x", "xy"):
+        text = (prefix + environment).encode()
+        for carried in (text, text[::-1], text.upper(), text.hex().encode(), base64.b64encode(text)):
+            assert monitor.content_findings(forms, [("out", carried)]), carried[:40]
+        assert monitor.content_findings(forms, [("out", base64.urlsafe_b64encode(text))])
+    assert not monitor.content_findings(forms, [("out", environment.replace(canary, "0" * 40).encode())])
 
 
 @pytest.mark.parametrize(
@@ -210,7 +293,7 @@ def client(monkeypatch: pytest.MonkeyPatch) -> tuple[proxy.Client, list[tuple[st
         "/nonexistent.sock",
         {"catalog": False},
         {},
-        "CANARY-123",
+        ["CANARY-123"],
         ["tests/test_sample.py"],
         lambda *s: signals.append(s),
     )

@@ -667,11 +667,14 @@ def _pump(
 @dataclass(frozen=True)
 class SandboxMounts:
     """Extra mounts of one run: sandbox path -> host directory bound read-write (``/tmp`` here replaces the private
-    tmpfs, so two sandboxes can share it) or read-only, and private size-limited tmpfs mount points."""
+    tmpfs, so two sandboxes can share it) or read-only, private size-limited tmpfs mount points, and paths inside the
+    work dir (relative, their mount point already there) overlaid read-only with a host directory or file that only
+    this run sees (another sandbox sharing the work dir sees the empty mount point)."""
 
     binds: Mapping[str, Path] = field(default_factory=dict)
     ro_dirs: Mapping[str, Path] = field(default_factory=dict)
     tmpfs: Sequence[str] = ()
+    workspace_ro: Mapping[str, Path] = field(default_factory=dict)
 
 
 class SandboxRun:
@@ -865,6 +868,8 @@ class Sandbox:
         args += ["--bind", str(workdir), SANDBOX_WORKDIR]
         for rel in readonly_paths:
             args += ["--ro-bind", str(workdir / rel), f"{SANDBOX_WORKDIR}/{rel}"]
+        for rel, host in mounts.workspace_ro.items():
+            args += ["--ro-bind", str(host), f"{SANDBOX_WORKDIR}/{rel}"]
         args += ["--remount-ro", "/", "--chdir", SANDBOX_WORKDIR]
         return args
 
@@ -940,6 +945,9 @@ class Sandbox:
         for dest in (*data, *mounts.binds, *mounts.ro_dirs, *mounts.tmpfs):
             if not dest.startswith("/") or _is_under(dest, SANDBOX_WORKDIR) or ".." in PurePosixPath(dest).parts:
                 raise ValueError(f"sandbox path must be absolute and outside {SANDBOX_WORKDIR}: {dest!r}")
+        for rel in mounts.workspace_ro:
+            if not os.path.lexists(_no_symlinks(workdir, _check_relative(rel))):
+                raise ValueError(f"mount point {rel} does not exist in {workdir}")
         if chown_workdir:
             _chown_tree(workdir, self.uid, self.gid)
 
