@@ -460,8 +460,8 @@ def test_a_patch_value_deeper_than_a_config_may_be_costs_the_patch_only(
     assert scored.error == "patch_too_deep" == scored.details["patch"]["error"]
     assert scored.components["patch"] == 0.0 and scored.components["detection"] > 0
     deep_path = "/spec/template/spec/containers/0/securityContext"
-    for depth, error in (
-        (patching.MAX_JSON_PATCH_DEPTH - 7, None),
+    for depth, error in (  # within the bound the patch applies, and then the schema refuses the unknown field
+        (patching.MAX_JSON_PATCH_DEPTH - 7, "patch_invalid:schema"),
         (patching.MAX_JSON_PATCH_DEPTH - 6, "patch_too_deep"),
     ):
         ops = [{"op": "add", "path": deep_path + "/x", "value": nested(depth)}]  # 7 levels down, as deep as YAML allows

@@ -1,4 +1,5 @@
-"""Structure-aware edits of Terraform (HCL) text, for mutations, remediations and the destructive-fix check.
+"""Structure-aware edits of Terraform (HCL) text, for mutations, remediations and the destructive-fix check, and the
+scan of attributes a patch sets twice (validity.py).
 
 Editing the text rather than a parsed-and-regenerated tree keeps the author's layout, so a mutation or a fix is a
 small diff. Block and attribute positions come from a scan that knows strings (with ${...} templates), heredocs
@@ -20,6 +21,10 @@ _HEREDOC = re.compile(r"<<(-?)([A-Za-z_][\w-]*)\r?\n")
 _TOP_BLOCK = re.compile(r'^[ \t]*([A-Za-z_][\w-]*)((?:[ \t]+(?:"[^"\n]*"|[A-Za-z_][\w-]*))*)[ \t]*\{[ \t]*$', re.M)
 _CHILD_BLOCK = re.compile(r"^([ \t]*)([A-Za-z_][\w-]*)[ \t]*\{", re.M)
 _ATTRIBUTE = re.compile(r"^([ \t]*)([A-Za-z_][\w-]*)[ \t]*=(?!=)", re.M)
+_BRACKET = re.compile(r"[{}\[\]()]")
+# What precedes a block body's "{" on its line: a keyword and its labels. An object value's "{" follows "=", "(",
+# "[" or ",", so it never matches.
+_BLOCK_HEAD = re.compile(r'[ \t]*[A-Za-z_][\w-]*(?:[ \t]+(?:"[^"\n]*"|[A-Za-z_][\w-]*))*[ \t]*')
 
 
 class HclScanError(ValueError):
@@ -135,6 +140,44 @@ class HclText:
     def value(self, block: Block, name: str) -> str | None:
         attribute = self.attribute(block, name)
         return None if attribute is None else self.text[attribute.value_start : attribute.value_end].rstrip()
+
+    def redefined_attributes(self) -> list[tuple[str, str, int]]:
+        """(block head, name, offset) of every attribute set again in a block body where it was already set.
+
+        Terraform refuses such a file ("Attribute redefined"); python-hcl2 keeps the last value, so a check on the
+        parsed tree never sees the first. Attributes of object values ({...} after "=") are not block attributes.
+        One pass: brackets and attributes in file order, with the stack of open brackets."""
+        brackets = [match.start() for match in _BRACKET.finditer(self.text) if self.code[match.start()]]
+        open_at: list[int] = []
+        heads: dict[int, str | None] = {}  # a "{" -> its block head, None when it opens an object value
+        names: dict[int, set[str]] = {}
+        found: list[tuple[str, str, int]] = []
+        next_bracket = 0
+        for match in _ATTRIBUTE.finditer(self.text):
+            name_at = match.start(2)
+            if not self.code[name_at]:
+                continue
+            while next_bracket < len(brackets) and brackets[next_bracket] < name_at:
+                at = brackets[next_bracket]
+                if self.text[at] in _OPENERS:
+                    open_at.append(at)
+                else:
+                    open_at.pop()
+                next_bracket += 1
+            if not open_at or self.text[open_at[-1]] != "{":
+                continue
+            body = open_at[-1]
+            if body not in heads:
+                head = self.text[self.text.rfind("\n", 0, body) + 1 : body]
+                heads[body] = head.strip() if _BLOCK_HEAD.fullmatch(head) else None
+            head = heads[body]
+            if head is None:
+                continue
+            seen = names.setdefault(body, set())
+            if match.group(2) in seen:
+                found.append((head, match.group(2), match.start()))
+            seen.add(match.group(2))
+        return found
 
     def inner_indent(self, block: Block) -> str:
         for attribute in _ATTRIBUTE.finditer(self.text, block.open + 1, block.close):

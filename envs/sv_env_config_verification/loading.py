@@ -444,7 +444,7 @@ def to_json_safe(value: Any) -> Any:
     JSON, so they are normalized once here. Non-finite floats become strings ("inf"), which JSON lacks.
     """
     if isinstance(value, dict):
-        return {_json_key(key): to_json_safe(item) for key, item in value.items()}
+        return {json_key(key): to_json_safe(item) for key, item in value.items()}
     if isinstance(value, list):
         return [to_json_safe(item) for item in value]
     if isinstance(value, str | bool | int) or value is None:
@@ -462,7 +462,9 @@ def to_json_safe(value: Any) -> Any:
     return str(value)
 
 
-def _json_key(key: Any) -> str:
+def json_key(key: Any) -> str:
+    """A constructed YAML mapping key as the JSON key it becomes (validity.py compares keys by it, so two keys that
+    become one are a duplicate)."""
     if isinstance(key, str):
         return key
     if isinstance(key, bool) or key is None:

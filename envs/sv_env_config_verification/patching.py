@@ -60,6 +60,12 @@ class PatchErrorReason(StrEnum):
     TOO_DEEP = "patch_too_deep"
     TOO_MANY_OPS = "patch_too_many_ops"
     GROWTH_EXCEEDED = "patch_growth_exceeded"
+    # The patched config applies and parses, but Kubernetes or Terraform would refuse it (validity.py).
+    INVALID_DUPLICATE_KEY = "patch_invalid:duplicate_key"
+    INVALID_DUPLICATE_RESOURCE = "patch_invalid:duplicate_resource"
+    INVALID_SCHEMA = "patch_invalid:schema"
+    INVALID_TYPE = "patch_invalid:type"
+    INVALID_SYNTAX = "patch_invalid:syntax"
 
 
 class PatchError(ValueError):

@@ -12,7 +12,10 @@ Reward = weighted mean of three components in [0, 1] (weights in configs/envs/e2
   matched finding weight / all finding weight. On a clean config (no findings) an empty list scores 1 and any
   prediction scores 0.
 - patch: no patch scores 1 on a clean config and 0 on a vulnerable one. A patch is applied (patching.py), must
-  parse as the same kind (loading.parse_config), must not be destructive (`destructive_change`), must add no
+  parse as the same kind (loading.parse_config), must leave a config Kubernetes or Terraform would accept (no
+  duplicate key, each object valid against its Kubernetes schema, Terraform attributes of their type: validity.py;
+  only problems the original did not have count, and what could not be validated is listed in `unvalidated`),
+  must not be destructive (`destructive_change`), must add no
   scanner suppression directive (a skip comment or ignore annotation, sv_shared.execution.suppressions: silencing a
   scanner is no fix, even beside one), and both texts are scanned by the oracle: score = (weight of findings
   removed - penalty * weight of findings introduced) / weight of findings before, clipped to [0, 1]; on a clean
@@ -36,6 +39,7 @@ from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, p
 from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
 from sv_env_config_verification.schema import CANONICAL, findings_from_json, parse_answer
 from sv_env_config_verification.synth import dump_yaml, pod_spec_of
+from sv_env_config_verification.validity import check_config, new_problems, original_validity, validator_versions
 from sv_shared.answers.metrics import Outcome, binary_rates, mean_or_none, paired_rate_columns, reward_summary
 from sv_shared.answers.rewards import RewardWeights, failed_components
 from sv_shared.config import outputs_dir
@@ -186,7 +190,8 @@ class PatchOutcome:
     provided: bool = False
     format: str | None = None
     applies: bool = False
-    valid: bool = False
+    valid: bool = False  # parses, and Kubernetes or Terraform would accept it (validity.py)
+    unvalidated: list[str] = field(default_factory=list)
     destructive: bool = False
     removed: list[str] = field(default_factory=list)
     introduced: list[str] = field(default_factory=list)
@@ -296,11 +301,19 @@ def evaluate_patch(
     except ConfigParseError as error:
         outcome.error, outcome.detail = f"patched_{error.reason}", str(error)
         return outcome
-    outcome.valid = True
+    validity = check_config(after, patched)
+    outcome.unvalidated = list(validity.unvalidated)
+    problems = new_problems(original_validity(item["kind"], item["content"]), validity)
+    outcome.valid = not problems
+    # Destruction is named first: a patch that deletes what a finding is about is destructive, whatever it leaves.
     reason = destructive_change(before, after)
     if reason is not None:
         outcome.destructive = True
         outcome.error, outcome.detail = "destructive_fix", reason
+        return outcome
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        outcome.error, outcome.detail = problems[0].code.value, f"{problems[0]}{more}"
         return outcome
     silenced = added_suppressions(item["content"], patched)
     if silenced:
@@ -547,7 +560,7 @@ class ConfigVerifier(CompletionVerifier):
     the scanners is expensive and many uses of the environment (prompts, splits) never need them. The data
     loaders, the tool-oracle baseline and the tool episodes share it through `oracle`."""
 
-    version = "e2-verifier-3"
+    version = "e2-verifier-4"
 
     def __init__(self, config: Config, *, oracle: Oracle | None = None) -> None:
         self.settings = VerifierSettings.from_config(config)
@@ -600,6 +613,7 @@ class ConfigVerifier(CompletionVerifier):
             "scanners": dict(sorted(self.oracle.versions().items())),
             "rulesets": dict(sorted(self.oracle.ruleset_hashes().items())),
             "unavailable": {name: st.reason for name, st in sorted(status.items()) if not st.available},
+            "patch_validators": validator_versions(),
         }
 
     def report_columns(self) -> list[tuple[str, str]]:

@@ -27,14 +27,19 @@ as_list(value) := [] if {
 	not is_object(value)
 }
 
-# Terraform coerces "true"/"false" strings to booleans, so both spellings count.
+# Terraform converts the strings "true"/"1" and "false"/"0" to booleans (go-cty's conversion), so every spelling
+# counts; validity.py refuses a patch whose value converts to no boolean at all.
 truthy(value) if value == true
 
 truthy(value) if value == "true"
 
+truthy(value) if value == "1"
+
 falsy(value) if value == false
 
 falsy(value) if value == "false"
+
+falsy(value) if value == "0"
 
 finding(rules, rule_id, resource, path, message) := {
 	"rule_id": rule_id,
