@@ -164,10 +164,11 @@ class FailingVerifier(type(ENV.verifier)):
     def __init__(self, crash: set[str], unwritable: set[str]) -> None:
         self.__dict__.update(vars(ENV.verifier))
         self.crash, self.unwritable = crash, unwritable
+        # The model's answers scored, by item; not the empty answer the summary counts an unscored item as.
         self.scored: Counter[str] = Counter()
 
     def score(self, item, completion):
-        self.scored[item["flow_id"]] += 1
+        self.scored[item["flow_id"]] += completion != ""
         if item["flow_id"] in self.crash:
             raise RecursionError("maximum recursion depth exceeded while parsing the answer")
         scored = super().score(item, completion)
@@ -198,6 +199,13 @@ def test_a_sample_that_always_fails_is_named_then_given_up_and_the_run_completes
     assert last.startswith("RecursionError: maximum recursion depth") and "attempt 3 of 3; given up" in last
     summary = RunFolder(outcome.run_dir).read_summary()
     assert summary.n_items == 10 and summary.n_scored == 8
+    # Not scored is not left out: both count as failures in the metrics, and the summary names them and why.
+    assert summary.metrics["n"] == 10 and summary.metrics["format_errors"].get("not_scored") == 2
+    assert [(why.id, why.kind, why.given_up, why.counted) for why in summary.unscored] == [
+        (item["flow_id"], "scoring" if item["flow_id"] == crash else "unwritable", True, True)
+        for item in items
+        if item["flow_id"] in (crash, unwritable)
+    ]
     # Given up is final: resuming again asks for nothing.
     before = verifier.scored.copy()
     assert runner.run(dataset, n=10, seed=42).status == "complete"

@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any
 
 from sv_env_config_verification.loading import DEFAULT_LIMITS
-from sv_shared.answers.parsing import FormatError, decode_json
+from sv_shared.answers.parsing import SETTLED_REFUSALS, FormatError, decode_json
 from sv_shared.execution.patching import PatchError as DiffError
 from sv_shared.execution.patching import PatchErrorCode, PatchLimits, apply_patch_to_file
 
@@ -311,12 +311,13 @@ def apply_json_patch(document: Any, ops: Any) -> Any:
 
 def json_patch_from_text(text: str) -> tuple[list[dict[str, Any]] | None, FormatError | None]:
     """A JSON Patch sent as a string (some models quote it): (the op list, None); (None, None) when the text is not
-    one (it is then read as a diff); (None, duplicate_key or json_too_deep) when it is one the answer rules refuse."""
+    one (it is then read as a diff); (None, the rule) when it is one the answer rules refuse (SETTLED_REFUSALS:
+    a repeated key, too deep, a number that is not finite, too large or -0)."""
     stripped = text.strip()
     if not stripped.startswith("["):
         return None, None
     value, error = decode_json(stripped)
-    if error in (FormatError.DUPLICATE_KEY, FormatError.TOO_DEEP):
+    if error in SETTLED_REFUSALS:
         return None, error
     if isinstance(value, list) and all(isinstance(op, dict) for op in value):
         return value, None

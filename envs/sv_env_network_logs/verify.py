@@ -46,7 +46,7 @@ def detection_task(config: Config) -> DetectionTask:
 class NetworkLogsVerifier(CompletionVerifier):
     """Accuracy, calibration, asymmetric cost and format of a {"label", "confidence", "rationale"} answer."""
 
-    version = "e1-verifier-2"
+    version = "e1-verifier-3"
     reference_confidence: float = REFERENCE_CONFIDENCE
 
     def __init__(self, config: Config) -> None:

@@ -30,6 +30,7 @@ from sv_env_phishing_detection.detectors import (
     lookalike,
     registrable_domain,
 )
+from sv_shared.answers.parsing import decode_json
 
 TOOL_NAME = "url_reputation"
 STORE_FILE = "reputation.json"
@@ -176,10 +177,9 @@ class ReputationTool:
 
     def __call__(self, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
         """Handle one function call; `arguments` is the call's JSON arguments (string or already decoded)."""
-        try:
-            decoded = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
-        except json.JSONDecodeError:
-            decoded = None
+        # The model's arguments are read by the answer rules (decode_json): a huge number or deep nesting is refused
+        # by name here, not raised, and nothing JSON cannot write back reaches the transcript.
+        decoded = decode_json(arguments)[0] if isinstance(arguments, str) else dict(arguments)
         target = decoded.get("target") if isinstance(decoded, dict) else None
         if not isinstance(target, str):
             result: dict[str, Any] = {"error": 'arguments must be a JSON object {"target": "<url or domain>"}'}

@@ -292,7 +292,7 @@ class PhishingVerifier(CompletionVerifier):
     """The components above for a {"label", "confidence", "evidence"} answer, against the label and the detectors'
     analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
 
-    version = "e4-verifier-3"
+    version = "e4-verifier-4"
     reference_confidence: float = REFERENCE_CONFIDENCE
 
     def __init__(self, config: Config) -> None:

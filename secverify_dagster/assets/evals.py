@@ -151,7 +151,8 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
                 ),
                 "n": metrics["n"],
                 "reward_mean": metrics["reward"]["mean"],
-                # Samples that failed on every attempt: not in the metrics, listed so a reader sees the run's gaps.
+                # Samples that failed on every attempt: counted as failures in the metrics, listed so a reader sees
+                # the run's gaps.
                 "given_up": dg.MetadataValue.json(list(outcome.given_up)),
                 **headline,
                 "dataset_hash": outcome.metadata.dataset.hash,

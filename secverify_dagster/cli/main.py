@@ -111,6 +111,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         evals_root = view_evals_root(evals_root, args.view)
     n = args.n or env.config.eval.default_n
     counterparts = _counterparts(args, env, registry)
+    _check_judge(env, args.judge)
     cache = None if args.no_cache else JsonCache(outputs_dir() / "cache" / "responses.sqlite")
     failures = 0
     try:
@@ -143,11 +144,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 continue
             for line in summary_lines(env, outcome.summary.metrics):
                 _print(f"  {line}")
-            if outcome.given_up:
-                shown = ", ".join(outcome.given_up[:5]) + (", …" if len(outcome.given_up) > 5 else "")
+            if unscored := outcome.summary.unscored or []:
+                shown = ", ".join(f"{why.id} ({why.kind})" for why in unscored[:5])
+                shown += ", …" if len(unscored) > 5 else ""
                 _print(
-                    f"  {len(outcome.given_up)} samples given up after {MAX_ITEM_ATTEMPTS} failed attempts, not "
-                    f"scored: {shown} (why: errors.jsonl)"
+                    f"  {len(unscored)} items not scored, counted as failures ({len(outcome.given_up)} given up after "
+                    f"{MAX_ITEM_ATTEMPTS} failed attempts): {shown} (why: summary.json, errors.jsonl)"
                 )
             _print(f"  status {outcome.status} · run folder {outcome.run_dir}")
             _print(f"  trajectories {write_run_page(env, outcome.run_dir).path}")
@@ -163,6 +165,19 @@ def _default_models(env, registry) -> list[str]:
 
     models = list(env.config.eval.default_models or DEFAULT_RUN_MODELS)
     return require_promoted(registry, models, where=f"configs/envs/{env.env_id}.yaml eval.default_models")
+
+
+def _check_judge(env, spec: str | None) -> None:
+    """--judge must be a judge the environment's own config accepts (E6 refuses one that cannot tell helpful from
+    harmful), checked before any run starts."""
+    if spec and isinstance(env.episodes, Dialogue):
+        from pydantic import ValidationError
+
+        settings = env.config.dialogue
+        try:
+            type(settings).model_validate(settings.model_dump() | {"judge": spec})
+        except ValidationError as error:
+            raise ValueError("; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())) from None
 
 
 def _counterparts(args: argparse.Namespace, env, registry) -> dict:

@@ -469,17 +469,19 @@ def build_report(
 
 
 def _not_scored(runs: Sequence[RunView]) -> str:
-    """Samples a complete run gave up on (they failed every attempt; see the run's errors.jsonl)."""
+    """Samples a complete run gave up on (they failed every attempt; see the run's errors.jsonl): its metrics count
+    them as failures (summary.unscored names them); an older summary, which does not name them, left them out."""
     gaps = [
         f"{run.model_id} {run.summary.n_items - run.summary.n_scored}"
+        + ("" if run.summary.unscored else " (left out of its metrics: an older summary)")
         for run in runs
         if run.summary.n_scored < run.summary.n_items
     ]
     if not gaps:
         return ""
     return (
-        " Samples given up after repeated failures, not scored and left out of the metrics (see each run's "
-        f"errors.jsonl): {', '.join(gaps)}; comparisons pair only the items both models scored."
+        " Samples given up after repeated failures, not scored and counted as failures in the metrics (see each "
+        f"run's summary.json and errors.jsonl): {', '.join(gaps)}; comparisons pair only the items both models scored."
     )
 
 

@@ -11,7 +11,7 @@ outputs/evals/<env name>--<model id>/<run id>/
   results.jsonl   one scored sample a line, appended as samples finish (a crash loses at most the line being written)
   errors.jsonl    samples that failed: provider failures (after retries) and failures of the runner's own work on a
                   sample (scoring, a tool episode, writing its record); those samples are retried on resume
-  summary.json    the environment's metrics over results.jsonl
+  summary.json    the environment's metrics over every item (results.jsonl, and each item it lacks as a failure)
 
 The files' schema and version policy are declared in sv_shared.runs.schema; sv_shared.runs.folder reads and writes them.
 
@@ -22,11 +22,14 @@ A failing sample never stops a run: any exception while scoring it, playing its 
 caught and recorded as that sample's error, its batch-mates are scored without it. Failures that say something about
 the sample (ITEM_FAILURES: the runner's own, a provider refusing or garbling that request, a baseline or counterpart
 raising on it) are counted in errors.jsonl; a sample that failed MAX_ITEM_ATTEMPTS times, over any number of sessions,
-is given up: no longer retried, its last error says so, and the run completes without it (summary.n_scored counts
-the samples scored). Failures that say something about the service (rate limits, outages, a missing key or model) are
-retried on every resume without bound: they would give up on samples that are fine. Samples are given up only in a
-run that has scored some sample, so a failure every sample shares (a misconfigured request) leaves the run incomplete
-instead of complete and empty.
+is given up: no longer retried, its last error says so, and the run completes without a scored sample of it
+(summary.n_scored counts the samples scored). Failures that say something about the service (rate limits, outages, a
+missing key or model) are retried on every resume without bound: they would give up on samples that are fine. Samples
+are given up only in a run that has scored some sample, so a failure every sample shares (a misconfigured request)
+leaves the run incomplete instead of complete and empty.
+
+No item leaves the metrics: every item without a scored sample, given up or still to be retried, counts as a failure,
+the answer of a model that said nothing (sv_shared.runs.unscored), and summary.unscored names each with its last error.
 
 One process writes a run folder at a time: the runner holds its lock from reading it to writing its summary. A second
 runner of the same run waits for it (up to LOCK_WAIT_S, then fails naming the holder) and then resumes a run with

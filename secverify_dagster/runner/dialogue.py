@@ -225,6 +225,20 @@ class DialogueEpisode(EpisodeKind):
             outcomes.append(outcome)
         return outcomes
 
+    def silent_sample(self, item: Item) -> ScoredSample | None:
+        """The dialogue played with a model that says nothing: its first turn fails to parse and ends it, so no
+        counterpart or judge is called, and the environment scores it as any dialogue that ended so. None when even
+        that raises: the dialogue's metrics need a judged dialogue, and the item breaks it whatever the model says."""
+
+        def silent(conversations: Sequence[list[dict[str, Any]]]) -> list[PolicyReply | Exception]:
+            return [PolicyReply(text="") for _ in conversations]
+
+        try:
+            (outcome,) = self.dialogue.run([item], silent, counterparts=self.parts.counterparts, judge=self.parts.judge)
+        except Exception:  # the environment's own failure on this item, already recorded as its error
+            return None
+        return None if isinstance(outcome, Exception) else outcome
+
     def _record(self, item: Item, outcome: ScoredSample, latency_s: float) -> ResultRecord:
         role = self.dialogue.policy_role
         details = outcome.details

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from secverify_dagster.resources.models import ModelClient, ModelSpec
-from sv_shared.contracts import Environment, Item
+from sv_shared.contracts import Environment, Item, ScoredSample
 from sv_shared.runs.schema import ErrorRecord, ResultRecord
+from sv_shared.runs.unscored import silent_answer
 
 
 @dataclass
@@ -45,6 +46,12 @@ class EpisodeKind(ABC):
     @abstractmethod
     def play(self, batch: Sequence[Item], params: Mapping[str, Any], seed: int) -> PlayedChunk:
         """Play and score every item of the batch."""
+
+    def silent_sample(self, item: Item) -> ScoredSample | None:
+        """The environment's verdict on an item whose model said nothing, without calling any model: what the run's
+        metrics count for an item it could not score (sv_shared.runs.unscored); None when it cannot be counted.
+        Completion environments score the empty answer (a bare failure when even that raises)."""
+        return silent_answer(self.env.verifier, item, self.item_id(item))
 
     def judge_validation(self) -> dict[str, Any] | None:
         """The judge's measured agreement, for kinds that are judged (recorded in the run's metadata)."""

@@ -42,7 +42,8 @@ from sv_shared.contracts import Dialogue, Environment, Item, ToolUse
 from sv_shared.data.hashing import sha256_hex, stable_json
 from sv_shared.execution.cache import JsonCache
 from sv_shared.runs.folder import LOCK_WAIT_S, RunFolder
-from sv_shared.runs.schema import ErrorRecord, ExperimentRef, RunMetadata, RunSummary
+from sv_shared.runs.schema import ErrorRecord, ExperimentRef, ResultRecord, RunMetadata, RunSummary, UnscoredItem
+from sv_shared.runs.unscored import NOT_PLAYED, not_scored_record
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -65,7 +66,8 @@ class EvalOutcome:
     n_failures: int = 0
     """Failures of the runner's own work on a sample this session (scoring, episode, unwritable record)."""
     given_up: tuple[str, ...] = ()
-    """Samples that failed MAX_ITEM_ATTEMPTS times: the run is complete without them (see errors.jsonl)."""
+    """Samples that failed MAX_ITEM_ATTEMPTS times: the run is complete without a scored sample of them; its metrics
+    count them as failures (see summary.unscored and errors.jsonl)."""
 
 
 def run_dir_for(env: Environment, model_id: str, run_id: str, root: Path | None = None) -> Path:
@@ -249,6 +251,35 @@ class EvalRunner:
             return DialogueEpisode(self.env, self.spec, client, self._open_dialogue(seed), roles)
         return kind(self.env, self.spec, client)
 
+    def _unscored(
+        self,
+        episodes: EpisodeKind,
+        items: Sequence[Item],
+        done: Mapping[str, ResultRecord],
+        errors: Sequence[ErrorRecord],
+        skipped: set[str],
+    ) -> list[tuple[UnscoredItem, dict[str, Any] | None]]:
+        """Each item without a scored sample: why (its last error, or not played yet) and the record the metrics
+        count for it, None where it cannot be counted (sv_shared.runs.unscored)."""
+        id_column = self.env.data.id_column
+        last = {error.id: error for error in errors}
+        unscored = []
+        for item in items:
+            item_id = item[id_column]
+            if item_id in done:
+                continue
+            error = last.get(item_id)
+            silent = episodes.silent_sample(item)
+            why = UnscoredItem(
+                id=item_id,
+                kind=error.kind if error else NOT_PLAYED,
+                message=error.message if error else "the run has not played it yet",
+                given_up=item_id in skipped,
+                counted=silent is not None,
+            )
+            unscored.append((why, None if silent is None else not_scored_record(item_id, silent)))
+        return unscored
+
     def _run_locked(
         self,
         folder: RunFolder,
@@ -264,7 +295,8 @@ class EvalRunner:
     ) -> EvalOutcome:
         id_column = self.env.data.id_column
         done = {record.id: record for record in folder.resume_results()}
-        failures = counted_failures(folder.resume_errors())
+        previous_errors = folder.resume_errors()
+        failures = counted_failures(previous_errors)
         skipped = given_up(failures, done)
         pending = [item for item in items if item[id_column] not in done and item[id_column] not in skipped]
         if max_samples is not None:
@@ -302,6 +334,10 @@ class EvalRunner:
                     progress(len(done), len(items))
             if (judge_validation := episodes.judge_validation()) is not None:
                 metadata = metadata.replace(judge_validation=judge_validation)
+            # While the episode kind is open: a dialogue plays its silent sample with its counterparts and judge.
+            unscored = self._unscored(
+                episodes, items, done, [*previous_errors, *session_errors], given_up(failures, done)
+            )
         finally:
             if self._client is None:
                 client.close()
@@ -311,6 +347,9 @@ class EvalRunner:
         skipped = given_up(failures, done)
         ordered = [done[item[id_column]] for item in items if item[id_column] in done]
         item_map = {item[id_column]: item for item in items}
+        # Verifiers take records as the mappings results.jsonl holds; an unscored item counts as not scored.
+        counted = {record.id: record.as_dict() for record in ordered}
+        counted |= {why.id: record for why, record in unscored if record is not None}
         summary = RunSummary(
             env=self.env.env_id,
             env_name=self.env.name,
@@ -318,8 +357,10 @@ class EvalRunner:
             run_id=run_id,
             n_items=len(items),
             n_scored=len(ordered),
-            # Verifiers take records as the mappings results.jsonl holds.
-            metrics=self.env.verifier.aggregate([record.as_dict() for record in ordered], item_map),
+            metrics=self.env.verifier.aggregate(
+                [counted[item[id_column]] for item in items if item[id_column] in counted], item_map
+            ),
+            unscored=[why for why, _ in unscored] or None,
         )
         t_summary = time.perf_counter()
         folder.write_summary(summary)

@@ -14,7 +14,8 @@ from secverify_dagster.resources.models import ProviderError
 from sv_shared.runs.schema import ErrorRecord, ResultRecord
 
 MAX_ITEM_ATTEMPTS = 3
-"""Failed attempts (ITEM_FAILURES, over all sessions) after which a sample is given up and the run completes."""
+"""Failed attempts (ITEM_FAILURES, over all sessions) after which a sample is given up and the run completes (its
+metrics counting the sample as not scored, sv_shared.runs.unscored)."""
 
 ITEM_FAILURES = frozenset(
     {"scoring", "episode", "unwritable", "counterpart", "bad_request", "bad_response", "baseline"}
@@ -55,7 +56,7 @@ def number_attempts(errors: Sequence[ErrorRecord], failures: Counter[str]) -> li
             continue
         failures[error.id] += 1
         attempt = failures[error.id]
-        note = "; given up, the run completes without this sample" if attempt >= MAX_ITEM_ATTEMPTS else ""
+        note = "; given up, the run completes counting it as not scored" if attempt >= MAX_ITEM_ATTEMPTS else ""
         numbered.append(error.replace(message=f"{error.message} (attempt {attempt} of {MAX_ITEM_ATTEMPTS}{note})"))
     return numbered
 

@@ -11,12 +11,14 @@ import polars as pl
 from sv_shared.contracts import CompletionVerifier, Environment, Item
 from sv_shared.runs.folder import UnwritableRecordError, jsonl_line
 from sv_shared.runs.schema import CompletionError, ScoredCompletion
+from sv_shared.runs.unscored import not_scored_record, silent_answer
 
 
 @dataclass(frozen=True)
 class ScoredFile:
     """What `secverify score` made of a completions file: the scored lines, the lines it could not score (named),
-    and the metrics over the scored ones (None when no line could be scored)."""
+    and the metrics over every line that answers an item: a line whose scoring failed counts as not scored
+    (sv_shared.runs.unscored). None when no line answers an item."""
 
     records: list[ScoredCompletion]
     errors: list[CompletionError]
@@ -26,7 +28,8 @@ class ScoredFile:
 def score_completions(env: Environment, items: pl.DataFrame, lines: Sequence[tuple[int, Any]]) -> ScoredFile:
     """Re-score stored completions offline: each (line number, JSON value) should be {"id", "completion"} with an
     id of the items file and a string completion. A line that is not, or whose scoring fails, becomes a named
-    CompletionError; every other line is scored."""
+    CompletionError; every other line is scored. The metrics count a line of a known item whose scoring failed as a
+    failure, so an answer that crashes the scorer cannot leave the metrics."""
     verifier = env.verifier
     if not isinstance(verifier, CompletionVerifier):
         raise ValueError(
@@ -36,6 +39,7 @@ def score_completions(env: Environment, items: pl.DataFrame, lines: Sequence[tup
     by_id = {item[env.data.id_column]: item for item in env.data.validate(items).to_dicts()}
     records: list[ScoredCompletion] = []
     errors: list[CompletionError] = []
+    counted: list[dict[str, Any]] = []
     for number, entry in lines:
         item_id = entry.get("id") if isinstance(entry, dict) else None
         named = item_id if isinstance(item_id, str) else None
@@ -49,17 +53,20 @@ def score_completions(env: Environment, items: pl.DataFrame, lines: Sequence[tup
             jsonl_line(record)
         except UnwritableRecordError as error:
             errors.append(CompletionError(line=number, id=named, kind="unwritable", message=str(error)))
+            counted.append(not_scored_record(item_id, silent_answer(verifier, by_id[item_id], item_id)))
             continue
         except Exception as error:  # the verifier raised, or its verdict is not a valid record
             errors.append(
                 CompletionError(line=number, id=named, kind="scoring", message=f"{type(error).__name__}: {error}")
             )
+            counted.append(not_scored_record(item_id, silent_answer(verifier, by_id[item_id], item_id)))
             continue
         records.append(record)
-    if not records:
+        counted.append(record.as_dict())
+    if not counted:
         return ScoredFile(records, errors, None)
-    scored_items = {record.id: by_id[record.id] for record in records}
-    return ScoredFile(records, errors, verifier.aggregate([record.as_dict() for record in records], scored_items))
+    answered = {record["id"]: by_id[record["id"]] for record in counted}
+    return ScoredFile(records, errors, verifier.aggregate(counted, answered))
 
 
 def _completion_problem(entry: Any, by_id: Mapping[str, Item]) -> tuple[str, str] | None:

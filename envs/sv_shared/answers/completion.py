@@ -6,8 +6,9 @@ its argument object too), E6's defender answers in free text, which ends only wh
 
 A JSON answer is complete when the parser (parsing.extract_json_object) would already settle on it from the text so
 far: a balanced object (braces inside JSON strings and escapes do not count) that decodes to an object, or a verdict
-no further text can change (a repeated key, nesting deeper than the parser reads). Text after that point is never
-read by the parser, so stopping there changes no score and saves the tokens.
+no further text can change (a broken answer rule: a repeated key, nesting deeper than the parser reads, a number that
+is not a plain finite value). Text after that point is never read by the parser, so stopping there changes no score
+and saves the tokens.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Final
 
-from sv_shared.answers.parsing import FormatError, extract_json_object
+from sv_shared.answers.parsing import SETTLED_REFUSALS, extract_json_object
 
 
 class AnswerEnd(StrEnum):
@@ -41,9 +42,6 @@ ANSWER_ENDS: Final[dict[str, AnswerEnd]] = {
 """The answer end of the policy under evaluation in each environment (E5: the attacker's JSON turn; E6: the
 defender's plain-text reply)."""
 
-_SETTLED: Final = frozenset({FormatError.DUPLICATE_KEY, FormatError.TOO_DEEP})
-"""Parse verdicts that more text cannot change: the parser refuses the first candidate object with them."""
-
 
 def answer_end_params(env_id: str) -> dict[str, Any]:
     """The generation parameter declaring env_id's answer end ({} for free text or an unknown environment)."""
@@ -68,7 +66,7 @@ def json_answer_complete(text: str) -> bool:
     if "}" not in text:
         return False
     answer, error = extract_json_object(text)
-    return answer is not None or error in _SETTLED
+    return answer is not None or error in SETTLED_REFUSALS
 
 
 LOOP_REPEATS: Final = 3

@@ -3,11 +3,19 @@
 Models wrap their JSON in prose or code fences, or get it wrong; the parser finds the answer object and validates it,
 and every failure has a named reason (see FormatError) so format errors can be counted and triaged, never coerced.
 
-Two rules make an answer unambiguous and cheap to handle (decode_json): an object that repeats a key, at any depth,
-is refused as `duplicate_key` (json.loads would keep the last value silently, so an answer could show one value to a
-person reading it and another to the scorer), and JSON nested deeper than MAX_JSON_DEPTH is refused as
-`json_too_deep` before it is decoded (deep values make every recursive consumer -- copying, comparing, writing the
-results -- fail with RecursionError, and whether they do depends on the caller's stack).
+Answer rules make an answer unambiguous and cheap to handle (decode_json, SETTLED_REFUSALS): an object that repeats
+a key, at any depth, is refused as `duplicate_key` (json.loads would keep the last value silently, so an answer could
+show one value to a person reading it and another to the scorer), and JSON nested deeper than MAX_JSON_DEPTH is
+refused as `json_too_deep` before it is decoded (deep values make every recursive consumer -- copying, comparing,
+writing the results -- fail with RecursionError, and whether they do depends on the caller's stack).
+
+And every number must be one every consumer reads as the same finite value (the numbers I-JSON, RFC 7493, allows):
+`NaN`, `Infinity` and `-Infinity` (not JSON, though json.loads reads them) are `number_not_finite`; a literal beyond
+the double range (1e400, which json.loads reads as infinity) or an integer beyond ±(2**53 - 1) (a 400-digit integer
+makes float() raise OverflowError, one of over 4300 digits makes json.loads raise ValueError) is `number_too_large`;
+`-0` in any spelling (-0, -0.0, -0e5, -1e-400) is `negative_zero`, a value that equals 0 yet keeps its sign (it
+prints as -0.0, and copysign, atan2 or numpy's 1/x tell it from 0). Each is refused while decoding, from the literal's
+text, so no environment ever holds such a value.
 """
 
 from __future__ import annotations
@@ -50,6 +58,27 @@ class FormatError(StrEnum):
     RATIONALE_NOT_STRING = "rationale_not_string"
     DUPLICATE_KEY = "duplicate_key"
     TOO_DEEP = "json_too_deep"
+    NUMBER_NOT_FINITE = "number_not_finite"
+    NUMBER_TOO_LARGE = "number_too_large"
+    NEGATIVE_ZERO = "negative_zero"
+
+
+SETTLED_REFUSALS: frozenset[FormatError] = frozenset(
+    {
+        FormatError.DUPLICATE_KEY,
+        FormatError.TOO_DEEP,
+        FormatError.NUMBER_NOT_FINITE,
+        FormatError.NUMBER_TOO_LARGE,
+        FormatError.NEGATIVE_ZERO,
+    }
+)
+"""The answer rules (see the module docstring): the parser refuses the first candidate object that breaks one, never
+passing it over for a later one, so no text after it can change the verdict."""
+
+MAX_EXACT_INTEGER = 2**53 - 1
+"""The largest integer magnitude an answer may hold: beyond it JSON implementations (and float) read integers inexactly,
+so a reader and the scorer could see different values (I-JSON, RFC 7493 section 2.2)."""
+_MAX_INTEGER_DIGITS = len(str(MAX_EXACT_INTEGER))
 
 
 def _balanced_objects(text: str) -> list[str]:
@@ -113,67 +142,110 @@ def _nesting_exceeds(text: str, max_depth: int) -> bool:
     return False
 
 
-class _DuplicateKeys:
-    """An object_pairs_hook that builds dicts as json.loads would and notes whether any object repeated a key."""
+class _AnswerRules:
+    """json.loads hooks that decode as json.loads would and note the answer rules the text breaks: a repeated key, or
+    a number that is not a plain finite value (see the module docstring). Numbers are judged from their literal text,
+    before any conversion can overflow, raise or lose the sign of a zero."""
 
     def __init__(self) -> None:
-        self.found = False
+        self.duplicate_key = False
+        self.number: FormatError | None = None
+        """The first number rule broken."""
 
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    @property
+    def broken(self) -> FormatError | None:
+        """The rule to name: a repeated key before any number, so a caller that reads unparseable text as plain text
+        (E5's attack message) still refuses an answer that shows a reader one value and the scorer another."""
+        return FormatError.DUPLICATE_KEY if self.duplicate_key else self.number
+
+    def _refuse_number(self, rule: FormatError) -> None:
+        if self.number is None:
+            self.number = rule
+
+    def object_pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         value = dict(pairs)
         if len(value) != len(pairs):
-            self.found = True
+            self.duplicate_key = True
         return value
 
+    def integer(self, text: str) -> int:
+        if text == "-0":
+            self._refuse_number(FormatError.NEGATIVE_ZERO)
+            return 0
+        # Counted before converting: int() of a long literal is slow, and over 4300 digits raises.
+        if len(text.lstrip("-")) <= _MAX_INTEGER_DIGITS and abs(value := int(text)) <= MAX_EXACT_INTEGER:
+            return value
+        self._refuse_number(FormatError.NUMBER_TOO_LARGE)
+        return 0  # a refused answer's values are never used
 
-def _decode(text: str, max_depth: int) -> tuple[Any, FormatError | None, bool]:
-    """(value, error, has duplicate keys); the error is too deep or invalid JSON."""
+    def real(self, text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            self._refuse_number(FormatError.NUMBER_TOO_LARGE)
+        elif value == 0.0 and math.copysign(1.0, value) < 0:
+            self._refuse_number(FormatError.NEGATIVE_ZERO)
+        return value
+
+    def constant(self, text: str) -> float:
+        self._refuse_number(FormatError.NUMBER_NOT_FINITE)
+        return 0.0
+
+
+def _decode(text: str, max_depth: int) -> tuple[Any, FormatError | None, FormatError | None]:
+    """(value, error, broken rule); the error is too deep or invalid JSON, the rule the first answer rule broken."""
     if _nesting_exceeds(text, max_depth):
-        return None, FormatError.TOO_DEEP, False
-    duplicates = _DuplicateKeys()
+        return None, FormatError.TOO_DEEP, None
+    rules = _AnswerRules()
     try:
-        value = json.loads(text, object_pairs_hook=duplicates)
+        value = json.loads(
+            text,
+            object_pairs_hook=rules.object_pairs,
+            parse_int=rules.integer,
+            parse_float=rules.real,
+            parse_constant=rules.constant,
+        )
     except (ValueError, RecursionError):
-        return None, FormatError.INVALID_JSON, False
-    return value, None, duplicates.found
+        return None, FormatError.INVALID_JSON, None
+    return value, None, rules.broken
 
 
 def decode_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> tuple[Any, FormatError | None]:
-    """The JSON value of text, or why there is none: invalid_json, json_too_deep or duplicate_key (see the module
-    docstring). NaN and Infinity decode to floats, as json.loads does: callers that need finite numbers check."""
-    value, error, duplicates = _decode(text, max_depth)
-    if error is None and duplicates:
-        return None, FormatError.DUPLICATE_KEY
+    """The JSON value of text, or why there is none: invalid_json, or the answer rule it breaks (SETTLED_REFUSALS:
+    json_too_deep, duplicate_key, number_not_finite, number_too_large, negative_zero; see the module docstring)."""
+    value, error, broken = _decode(text, max_depth)
+    if error is None and broken is not None:
+        return None, broken
     return value, error
 
 
 def extract_json_object(text: str, *, max_chars: int = 100_000) -> tuple[dict[str, Any] | None, FormatError | None]:
     """Find the answer object: the whole text as JSON, else a fenced block, else the first balanced object.
 
-    The first candidate that decodes to an object is the answer; if it repeats a key it is refused (duplicate_key),
-    never passed over for a later candidate. A candidate nested deeper than MAX_JSON_DEPTH is refused (json_too_deep).
+    The first candidate that decodes to an object is the answer; if it breaks an answer rule (repeats a key, holds a
+    number that is not a plain finite value) it is refused with that rule's name, never passed over for a later
+    candidate. A candidate nested deeper than MAX_JSON_DEPTH is refused (json_too_deep).
     """
     stripped = text.strip()
     if not stripped:
         return None, FormatError.EMPTY
     if len(stripped) > max_chars:
         return None, FormatError.TOO_LONG
-    value, error, duplicates = _decode(stripped, MAX_JSON_DEPTH)
+    value, error, broken = _decode(stripped, MAX_JSON_DEPTH)
     if error is FormatError.TOO_DEEP:
         return None, error
     if error is None:
         if not isinstance(value, dict):
             return None, FormatError.NOT_OBJECT
-        return (None, FormatError.DUPLICATE_KEY) if duplicates else (value, None)
+        return (None, broken) if broken else (value, None)
     saw_candidate = False
     candidates = (block.strip() for block in _FENCE.findall(stripped))
     for candidate in (*candidates, *_balanced_objects(stripped)):
         saw_candidate = True
-        value, error, duplicates = _decode(candidate, MAX_JSON_DEPTH)
+        value, error, broken = _decode(candidate, MAX_JSON_DEPTH)
         if error is FormatError.TOO_DEEP:
             return None, error
         if error is None and isinstance(value, dict):
-            return (None, FormatError.DUPLICATE_KEY) if duplicates else (value, None)
+            return (None, broken) if broken else (value, None)
     if saw_candidate:
         return None, FormatError.INVALID_JSON
     # An object that opens but never closes: usually generation cut off by the token limit.
@@ -181,11 +253,16 @@ def extract_json_object(text: str, *, max_chars: int = 100_000) -> tuple[dict[st
 
 
 def parse_confidence(value: Any) -> tuple[float | None, FormatError | None]:
-    """A confidence must be a real number in [0, 1]; strings, booleans, NaN and out-of-range values are failures."""
+    """A confidence must be a real number in [0, 1]; strings, booleans, NaN and out-of-range values are failures.
+
+    Decoded answers never hold NaN, infinities or huge integers (the decoder refuses them); a value handed over
+    decoded by someone else (a tool call's arguments) may, and is judged without converting it first."""
     if value is None:
         return None, FormatError.MISSING_CONFIDENCE
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None, FormatError.CONFIDENCE_NOT_NUMERIC
+    if isinstance(value, int) and not 0 <= value <= 1:  # compared exactly: float() of a huge int overflows
+        return None, FormatError.CONFIDENCE_OUT_OF_RANGE
     number = float(value)
     if not math.isfinite(number):
         return None, FormatError.CONFIDENCE_NOT_FINITE

@@ -22,7 +22,9 @@ turns, the fields a run gains when a session finishes) left out rather than writ
 
 An optional field added later keeps the version when its absence means exactly what files without it always meant:
 Session.dirty_paths (the uncommitted files behind a "-dirty" code version) is left out when the checkout was clean or
-the file predates it, so every version-1 file still reads. A secverify older than such a field refuses a file that
+the file predates it, so every version-1 file still reads. RunSummary.unscored (the items without a scored sample,
+which its metrics count as failures) is left out when every item is scored; an older summary without it and with
+n_scored < n_items is one whose metrics left those items out. A secverify older than such a field refuses a file that
 has it, naming the field (records are closed).
 """
 
@@ -325,8 +327,26 @@ class RunMetadata(RecordModel):
         return self.sessions[-1].started_at
 
 
+class UnscoredItem(RecordModel):
+    """An item of a run that has no scored sample, and why."""
+
+    id: str
+    kind: str
+    """Its last error's kind (an ErrorRecord kind: scoring, unwritable, server, bad_request, …), or not_played when
+    the run has not reached it."""
+    message: str
+    given_up: bool
+    """Whether the runner has given it up (it is no longer retried) rather than retrying it on resume."""
+    counted: bool
+    """Whether the metrics count it, as the answer of a model that said nothing; false only where even that cannot be
+    scored for a dialogue (sv_shared.runs.unscored)."""
+
+
 class RunSummary(RecordModel):
-    """summary.json: the environment's metrics over a run's scored samples."""
+    """summary.json: the environment's metrics over every item of a run, intent-to-treat: an item without a scored
+    sample counts as not scored (sv_shared.runs.unscored) and is named in `unscored`."""
+
+    _optional: ClassVar[frozenset[str]] = frozenset({"unscored"})
 
     schema_version: Literal[1] = SCHEMA_VERSION
     env: str
@@ -337,3 +357,6 @@ class RunSummary(RecordModel):
     n_scored: int
     metrics: dict[str, Any]
     """Free-form: what the environment's `verifier.aggregate` returns (reward, detection, calibration, …)."""
+    unscored: list[UnscoredItem] | None = None
+    """The items without a scored sample, in item order; left out when every item is scored. Summaries written before
+    it existed left such items out of their metrics (n_scored < n_items) without naming them."""

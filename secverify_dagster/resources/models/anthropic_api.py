@@ -6,11 +6,12 @@ tool_use and tool_result blocks, and the answer is returned in the same form as 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from sv_shared.answers.parsing import decode_json
 
 from .openai_compat import map_sdk_error, redacted
 from .registry import resolve_base_url
@@ -74,9 +75,10 @@ def convert_messages(messages: Sequence[dict[str, Any]]) -> tuple[str | None, li
             for call in message.get("tool_calls") or []:
                 function = call.get("function", {})
                 arguments = function.get("arguments") or "{}"
-                try:
-                    parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
-                except ValueError:
+                # The model's own arguments, read by the answer rules: one a rule refuses (NaN, a huge number, deep
+                # nesting) is sent back as text rather than raising here or making the request body invalid JSON.
+                parsed = decode_json(arguments)[0] if isinstance(arguments, str) else dict(arguments)
+                if not isinstance(parsed, dict):
                     parsed = {"_raw": arguments}
                 blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": parsed})
             add("assistant", blocks)
