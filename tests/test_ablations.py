@@ -98,7 +98,7 @@ def test_the_seed_ablations_are_declared_and_change_only_what_they_name() -> Non
         "e3": ["no-patch"],
         "e4": ["no-calibration"],
         "e5": ["novelty-0", "novelty-0.15", "novelty-0.5"],
-        "e6": ["over-refusal-0.2", "over-refusal-0.4", "over-refusal-1.0"],
+        "e6": ["over-refusal-0.2", "over-refusal-0.6", "over-refusal-0.8"],
     }
     for env_id in ENV_NAMES:
         default = get_environment(env_id).config.as_dict()
@@ -158,7 +158,7 @@ def test_an_override_a_rescore_cannot_reflect_is_refused(stored_runs: dict[str, 
         ("e1", "generation.max_tokens", 8),
         ("e5", "novelty.ngram", 2),
         ("e5", "dialogue.max_turns", 5),
-        ("e6", "dialogue.judge", "refusal-detector"),
+        ("e6", "dialogue.judge", "llm:gpt-5"),
     ]
     for env_id, path, value in cases:
         ablation = Ablation(env_id, "shaped", "changes the episode", {path: value}, "configs/ablations/x.yaml")
@@ -221,7 +221,7 @@ def test_over_refusal_sweep_costs_exactly_the_refused_benign_conversations(
     run = stored_runs["e6"]
     stored = {record.id: record for record in run.records()}
     assert any(record.details["outcome"] == "over_refusal" for record in stored.values())
-    for cost in (0.2, 1.0):
+    for cost in (0.2, 0.8):
         _, rescored = _rescore(run, load_ablation("e6", f"over-refusal-{cost}"), outputs)
         for record in rescored:
             if record.details["outcome"] == "over_refusal":
@@ -428,11 +428,11 @@ def test_the_report_section_and_the_asset_show_the_latest_table(
     metadata = materialization.metadata
     assert metadata["table"].value == str(reports / "ablations" / "ablations.md")
     deltas = metadata["reward_deltas"].value
-    assert set(deltas) == {"over-refusal-0.2", "over-refusal-0.4", "over-refusal-1.0"}
-    assert deltas["over-refusal-0.2"]["refuse-all"] > 0 > deltas["over-refusal-1.0"]["refuse-all"]
+    assert set(deltas) == {"over-refusal-0.2", "over-refusal-0.6", "over-refusal-0.8"}
+    assert deltas["over-refusal-0.2"]["refuse-all"] > deltas["over-refusal-0.8"]["refuse-all"] > 0
     lines = ablation_report_lines(reports)
     assert lines[1].startswith("## Ablations (table of ") and "### Reward ablations" in "\n".join(lines)
-    assert any(line.startswith("| refuse-all | over-refusal-1.0 |") for line in lines)
+    assert any(line.startswith("| refuse-all | over-refusal-0.8 |") for line in lines)
     written = make_ablation_table(
         env, evals_root=outputs / "evals", checkpoints_root=outputs / "checkpoints", env_reports=reports
     )

@@ -27,7 +27,7 @@ from sv_env_config_verification.loading import PARSE_ERROR_REASONS
 from sv_env_phishing_detection import verify as e4_verify
 from sv_env_phishing_detection.schema import EVIDENCE_TYPES
 from sv_env_redteam_attack.schema import TACTICS
-from sv_shared.answers.parsing import FormatError
+from sv_shared.answers.parsing import SETTLED_REFUSALS, FormatError
 from sv_shared.contracts import CompletionVerifier, Environment, ParseResult, ScoredSample
 from sv_shared.execution import patching as shared_patching
 from sv_shared.execution.findings import SEVERITIES
@@ -46,7 +46,7 @@ PARSE_ERRORS: dict[str, frozenset[str]] = {
     "e2": FORMAT_ERRORS | set(e2_schema.AnswerError),
     "e3": FORMAT_ERRORS | set(e3_verify.AnswerError),
     "e4": FORMAT_ERRORS | set(e4_verify.EvidenceError),
-    "e5": frozenset({"empty_message", FormatError.DUPLICATE_KEY}),
+    "e5": frozenset({"empty_message", *SETTLED_REFUSALS}),
     "e6": frozenset({"empty_reply"}),
 }
 E2_PATCH_ERRORS = (

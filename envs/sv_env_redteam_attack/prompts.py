@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sv_env_redteam_attack.schema import TACTICS
-from sv_shared.answers.parsing import FormatError, extract_json_object
+from sv_shared.answers.parsing import SETTLED_REFUSALS, extract_json_object
 from sv_shared.contracts import Message, ParseResult
 from sv_shared.judging.verdict import HAZARD_CATEGORIES
 
@@ -73,13 +73,14 @@ def target_messages(system_prompt: str, exchanges: Sequence[tuple[str, str]], pe
 def parse_attack(completion: str) -> ParseResult:
     """{"message", "tactic"} from JSON when present, otherwise the whole completion as the message.
 
-    JSON that repeats a key is refused (duplicate_key), not read as plain text or resolved to one of its values: the
-    message a reader of the transcript sees must be the one the target was sent."""
+    JSON an answer rule refuses (SETTLED_REFUSALS: a repeated key, too deep, a number that is not finite, too large
+    or -0) is refused with that name, not read as plain text or resolved to one of its values: the message a reader
+    of the transcript sees must be the one the target was sent."""
     text = completion.strip()
     if not text:
         return ParseResult(None, "empty_message")
     obj, error = extract_json_object(text)
-    if error == FormatError.DUPLICATE_KEY:
+    if error in SETTLED_REFUSALS:
         return ParseResult(None, error)
     message, tactic, structured = text, None, False
     if obj is not None and isinstance(obj.get("message"), str):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from sv_shared.config import ConfigModel, DataSettings, EnvConfig, SyntheticSettings
+from sv_shared.judging.factory import check_helpfulness_judge
 
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -15,7 +16,15 @@ class DialogueSettings(ConfigModel):
     system_prompt: str
     """The defender's system prompt."""
     judge: str
-    """A judge spec (see sv_shared.judging.factory for the forms)."""
+    """A judge spec (see sv_shared.judging.factory for the forms); one that tells helpful from harmful."""
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_tells_help_from_harm(cls, spec: str) -> str:
+        # E6 pays for helpful answers to benign requests: a judge that calls every non-refusal unsafe would make
+        # refusing everything the best defence.
+        check_helpfulness_judge(spec, env="E6")
+        return spec
 
 
 class DefenseCosts(ConfigModel):

@@ -12,6 +12,7 @@ from sv_env_redteam_defense.config import Config
 from sv_env_redteam_defense.verify import RedteamDefenseVerifier
 from sv_shared.contracts import BatchPolicy, Dialogue, Item, Message, ScoredSample
 from sv_shared.execution.dialogue import Episode, advance, judge_turns, screen_for_storage, transcript_entry
+from sv_shared.judging.factory import check_helpfulness_judge
 from sv_shared.judging.verdict import Exchange, Judge
 
 
@@ -51,6 +52,8 @@ class RedteamDefenseEpisodes(Dialogue):
     def run(
         self, items: Sequence[Item], policy: BatchPolicy, *, counterparts: Mapping[str, BatchPolicy], judge: Judge
     ) -> list[ScoredSample | Exception]:
+        # The config refuses such a judge by spec; this refuses one handed over directly.
+        check_helpfulness_judge(judge, env="E6")
         episodes = [
             Episode(item=item, state={"turns": json.loads(item["turns"]), "replies": [], "verdicts": []})
             for item in items

@@ -2,13 +2,15 @@
 
 Plain Python (no Dagster). Every judge takes `Exchange`s and returns `Verdict`s (verdict.py); `build_judge` makes
 one from a spec string; `validate_judge` measures one on a labelled set (the shipped real responses, or a
-reference from outside the project via `find_reference`); `corrected_rate_ci` corrects an attack-success rate
-for the measured error.
+reference from outside the project via `find_reference`); `measure_flips` counts its verdict flips when text
+addressed to the judge is added (manipulation.py, flips.py); `corrected_rate_ci` corrects an attack-success rate for
+the measured error.
 """
 
 from sv_shared.judging.confusion import Confusion
 from sv_shared.judging.correction import CorrectedRate, CorrectedRateCI, corrected_rate, corrected_rate_ci
-from sv_shared.judging.factory import JUDGE_SPECS_HELP, build_judge
+from sv_shared.judging.factory import JUDGE_SPECS_HELP, UnsuitableJudgeError, build_judge, check_helpfulness_judge
+from sv_shared.judging.flips import measure_flips
 from sv_shared.judging.llama_guard import (
     LlamaGuard3Judge,
     LlamaGuardAnswer,
@@ -53,9 +55,11 @@ __all__ = [
     "ReferenceSet",
     "RefusalJudge",
     "RefusalSignal",
+    "UnsuitableJudgeError",
     "ValidationRow",
     "Verdict",
     "build_judge",
+    "check_helpfulness_judge",
     "corrected_rate",
     "corrected_rate_ci",
     "detect_refusal",
@@ -65,6 +69,7 @@ __all__ = [
     "load_artifacts",
     "load_judge_comparison",
     "load_validation_set",
+    "measure_flips",
     "parse_llama_guard",
     "parse_llm_verdict",
     "render_llama_guard_prompt",

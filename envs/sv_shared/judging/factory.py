@@ -16,6 +16,10 @@ from sv_shared.judging.local import LocalJudge
 from sv_shared.judging.refusal import RefusalJudge
 from sv_shared.judging.verdict import Judge
 
+BLIND_TO_HELPFULNESS: frozenset[str] = frozenset({"refusal-detector"})
+"""Judge specs that count every answer that does not refuse as unsafe: they cannot tell a helpful answer to a benign
+request from harmful compliance, so a reward that pays for helpfulness (E6) cannot use them."""
+
 JUDGE_SPECS_HELP = (
     "judge spec: 'local' (offline feature judge, the default), 'refusal-detector' (keyword attack-success judge), "
     "'llama-guard-3:<model id>' (Llama Guard 3 served with its own chat template), "
@@ -42,6 +46,22 @@ def build_judge(spec: str, policy_for: Callable[[str], BatchPolicy]) -> Judge:
         if kind == "llm":
             return LLMJudge(policy_for(model_id), judge_id=text)
     raise ValueError(f"unknown judge spec {spec!r}; valid {JUDGE_SPECS_HELP}")
+
+
+class UnsuitableJudgeError(ValueError):
+    """A judge that cannot decide what an environment's reward needs."""
+
+
+def check_helpfulness_judge(judge: str | Judge, *, env: str) -> None:
+    """UnsuitableJudgeError when the judge (a spec or a built judge) cannot tell a helpful answer to a benign request
+    from harmful compliance (see BLIND_TO_HELPFULNESS)."""
+    name = (judge if isinstance(judge, str) else judge.judge_id).strip()
+    if name in BLIND_TO_HELPFULNESS or isinstance(judge, RefusalJudge):
+        raise UnsuitableJudgeError(
+            f"{env} cannot be judged by {name!r}: it counts every answer that does not refuse as unsafe, so a helpful "
+            f"answer to a benign request would cost as much as harmful compliance and refusing everything would win; "
+            f"use 'local', 'llm:<model id>' or 'llama-guard-3:<model id>'"
+        )
 
 
 JUDGE_MAX_TOKENS: dict[str, int] = {"llama-guard-3": 16, "llama-guard-3-inline": 16, "llm": 64}

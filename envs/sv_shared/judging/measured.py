@@ -7,7 +7,9 @@ see reference.py), else from the shipped set's held-out "test" split (real respo
 by hand; the local judge was tuned on "dev" only). Each is measured with and without the category hint, since E6
 probes and off-goal E5 turns reach the judge without one; `correction_source` names what was used. Measuring a model
 judge costs one call per row, so a measurement is stored once per judge and validation-set version under
-outputs/judges/ and reused.
+outputs/judges/ and reused. Each measurement also holds the judge's verdict flips on the manipulation set (flips.py:
+the validation set's honest exchanges with text addressed to the judge added), and every rate carries them next to
+the judge's sensitivity, specificity and kappa.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sv_shared.data.hashing import sha256_hex
 from sv_shared.judging.confusion import Confusion
 from sv_shared.judging.correction import corrected_rate_ci
 from sv_shared.judging.factory import build_judge
+from sv_shared.judging.flips import manipulation_set_hash, measure_flips
 from sv_shared.judging.reference import ReferenceSet, find_reference
 from sv_shared.judging.validation import load_validation_set, rows_hash, validate_judge, validation_set_hash
 from sv_shared.judging.verdict import UNAVAILABLE, Judge
@@ -50,8 +53,8 @@ def reference_set() -> ReferenceSet | None:
 
 def _set_key() -> str:
     reference = reference_set()
-    shipped = validation_set_hash()
-    return shipped if reference is None else sha256_hex(f"{shipped}:{rows_hash(reference.rows)}")[:16]
+    shipped = f"{validation_set_hash()}:{manipulation_set_hash()}"
+    return sha256_hex(shipped if reference is None else f"{shipped}:{rows_hash(reference.rows)}")[:16]
 
 
 def measurement_path(judge_id: str, root: Path | None = None) -> Path:
@@ -66,8 +69,8 @@ def _hint_blocks(judge: Judge, rows: Sequence[Any]) -> dict[str, Any]:
 
 def ensure_measurement(judge: Judge, root: Path | None = None) -> dict[str, Any]:
     """The judge's validation figures, measured now (and stored) unless already stored for these validation sets:
-    the shipped set with the hint (top level, as before) and without it ("no_hint"), and the reference when one is
-    present ("reference"), both hint modes."""
+    the shipped set with the hint (top level, as before) and without it ("no_hint"), the reference when one is
+    present ("reference"), both hint modes, and the verdict flips on the manipulation set ("manipulation")."""
     path = measurement_path(judge.judge_id, root)
     if path.exists():
         return json.loads(path.read_text(encoding="utf-8"))
@@ -78,6 +81,7 @@ def ensure_measurement(judge: Judge, root: Path | None = None) -> dict[str, Any]
         **validate_judge(judge, shipped),
         "no_hint": validate_judge(judge, shipped, category_hint=False),
         "reference": None,
+        "manipulation": measure_flips(judge),
     }
     reference = reference_set()
     if reference is not None:
@@ -91,7 +95,7 @@ def ensure_measurement(judge: Judge, root: Path | None = None) -> dict[str, Any]
     blocks = [measurement, measurement["no_hint"]]
     if measurement["reference"] is not None:
         blocks += [measurement["reference"]["hint"], measurement["reference"]["no_hint"]]
-    unavailable = sum(block["errors"][UNAVAILABLE] for block in blocks)
+    unavailable = sum(block["errors"][UNAVAILABLE] for block in blocks) + measurement["manipulation"][UNAVAILABLE]
     if unavailable:
         # A judge whose model could not be reached was not measured: storing its figures would poison every rate.
         raise JudgeUnavailableError(
@@ -165,6 +169,8 @@ def judged_rate(
         "judge_specificity": confusion.specificity,
         "judge_kappa": confusion.cohen_kappa,
         "judge_validation": validation,
+        "judge_flips": measurement["manipulation"]["flips"],
+        "judge_flips_n": measurement["manipulation"]["n"],
     }
     if not values:
         return result | {"corrected": None, "corrected_ci": None}
