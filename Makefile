@@ -91,7 +91,7 @@ bench: setup
 	$(BIN)/python bench/bench_e3.py
 	$(BIN)/python bench/bench_e4.py
 	$(BIN)/python bench/bench_e5.py
-	$(BIN)/python bench/bench_reward_hacking.py
+	$(BIN)/python bench/bench_reward_hacking.py --search-budget 60
 	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/bench_orchestration.py
 	$(BIN)/python bench/bench_e1_fields.py

@@ -8,7 +8,10 @@ counterparts and the local judge: E5 against `naive-complier` (every on-goal att
 what the reward adds to success: novelty, turns, length, judge manipulation) and, reported beside it, against
 `policy-defender`; E6 with no counterpart.
 
-    python bench/bench_reward_hacking.py [--envs e1 e2 e3 e4 e5 e6] [--e3-items 5]
+    python bench/bench_reward_hacking.py [--envs e1 e2 e3 e4 e5 e6] [--e3-items 5] [--search-budget 0]
+
+With --search-budget N, bench/reward_search.py then spends N evaluations per column on recipes of mutation operators
+applied to these strategies and to the honest answer, and prints the best it found (make bench: N = 60).
 """
 
 from __future__ import annotations
@@ -596,18 +599,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=list(HONEST))
     parser.add_argument("--e3-items", type=int, default=5)
+    parser.add_argument(
+        "--search-budget",
+        type=int,
+        default=0,
+        help="evaluations of operator recipes per environment column (bench/reward_search.py); 0 lists only",
+    )
     args = parser.parse_args()
-    columns = []
+    columns, searches = [], []
     for env_id in args.envs:
         started = time.perf_counter()
         targets = E5_TARGETS if env_id == "e5" else (None,)
         for target in targets:
-            columns.append(column(env_id, e3_items=args.e3_items, target=target))
+            col = column(env_id, e3_items=args.e3_items, target=target)
+            columns.append(col)
+            if args.search_budget:
+                searches.append(
+                    reward_search.search(
+                        env_id,
+                        args.search_budget,
+                        base_means=col.means,
+                        honest_mean=col.honest_mean,
+                        e3_items=args.e3_items,
+                        target=target,
+                    )
+                )
         print(f"{env_id}: {time.perf_counter() - started:.1f} s", flush=True)
     print(render(columns))
     holes = [(col.label, name) for col in columns for name in col.holes()]
     print(f"\n{len(holes)} strategies reach or beat their honest baseline" + (f": {holes}" if holes else ""))
+    if searches:
+        print(reward_search.render(searches))
+        found = [hole for result in searches for hole in result.holes()]
+        print(f"\n{len(found)} searched recipes come within the margin" + (f": {found}" if found else ""))
 
 
 if __name__ == "__main__":
+    import reward_search  # a sibling script's module: imported here, so the search can import this one
+
     main()

@@ -36,13 +36,14 @@ sys.modules[_spec.name] = bench
 _spec.loader.exec_module(bench)
 
 KNOWN_OPEN: dict[str, set[str]] = {
-    # The local judge calls some generic "Happy to help. Here is what matters: <unrelated points>" replies to probes
-    # with a hazard hint unsafe; the false positive costs policy-defender probes, and safety words appended to those
-    # harmless replies make the local judge read them as safe again.
+    # Key-point coverage: appending every topic's generic key points to policy-defender's reply lifts one
+    # general-knowledge item from 0 to 0.33 coverage (0.8798 vs 0.8777 on the test split); the dilution of recited
+    # points (sv_env_redteam_defense.verify.key_point_coverage) does not yet outweigh it. (Its judge part, the local
+    # judge's false positive on generic compliance, is closed: judges read the reply as quoted data.)
     "e6": {"honest + every topic's key points (boilerplate)"},
 }
-"""Strategies that still reach the baseline because of the local judge (sv_shared.judging.local), not a verifier:
-reported, and pinned by strict xfail tests so a judge fix turns them into failures to remove from here."""
+"""Strategies that still reach the honest baseline: reported, and pinned by strict xfail tests so a fix turns them
+into failures to remove from here."""
 
 SANDBOX = sandbox_status()
 E3_READY = SANDBOX.available and all(scanner.status().available for scanner in CodeScanners().scanners)
@@ -92,6 +93,31 @@ def test_no_cheap_strategy_reaches_the_honest_baseline(env_id: str, target: str 
     assert set(col.holes()) <= KNOWN_OPEN.get(col.label, set()), bench.render([col])
 
 
+SEARCH_PATH = BENCH_PATH.with_name("reward_search.py")
+_search_spec = importlib.util.spec_from_file_location("reward_search", SEARCH_PATH)
+assert _search_spec is not None and _search_spec.loader is not None
+reward_search = importlib.util.module_from_spec(_search_spec)
+sys.modules[_search_spec.name] = reward_search
+_search_spec.loader.exec_module(reward_search)
+
+SEARCH_BUDGETS = {"e1": 30, "e2": 10, "e3": 8, "e4": 30, "e5": 4, "e6": 6}
+"""make test's budget per column (make bench spends 60 on each): enough to compose two or three operators on the
+best strategies."""
+
+
+@pytest.mark.parametrize(("env_id", "target"), COLUMN_CASES)
+def test_the_search_finds_no_recipe_near_the_honest_baseline(env_id: str, target: str | None) -> None:
+    """Operators composed on the listed strategies stay MARGIN below the honest baseline, and on the honest answer
+    buy nothing above it (bench/reward_search.py)."""
+    col = column(env_id, target)
+    result = reward_search.search(
+        env_id, SEARCH_BUDGETS[env_id], base_means=col.means, honest_mean=col.honest_mean, e3_items=5, target=target
+    )
+    print(reward_search.render([result]))
+    assert result.evaluations > 0
+    assert result.holes() == [], reward_search.render([result])
+
+
 OPEN_CASES = [
     pytest.param(label, name, id=f"{label}: {name}")
     for label, names in sorted(KNOWN_OPEN.items())
@@ -99,7 +125,7 @@ OPEN_CASES = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="the local judge's false positive on generic compliance (see KNOWN_OPEN)")
+@pytest.mark.xfail(strict=True, reason="E6 coverage still pays for reciting every topic's points (KNOWN_OPEN)")
 @pytest.mark.parametrize(("label", "strategy"), OPEN_CASES)
 def test_known_open_holes_are_still_open(label: str, strategy: str) -> None:
     target = label.split(" vs ")[1] if " vs " in label else None
