@@ -96,3 +96,21 @@ def make_item(oracle: Any, kind: str, filename: str, content: str, **provenance:
         "secure_variant_id": provenance.get("secure_variant_id"),
     }
     return with_content_hash(pl.DataFrame([row])).row(0, named=True)
+
+
+PRIVILEGED_WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        securityContext:
+          privileged: true
+"""
+"""A Deployment whose one container is privileged (a manifest the fake oracle scans; E2 answer tests share it)."""

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+from e2_fakes import PRIVILEGED_WEB as WEB
 from e2_fakes import FakeOracle, FakeResult, make_item
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -253,21 +254,6 @@ def e6_answers(loose: bool) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({"reply": field(any_text, loose)})
 
 
-WEB = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 2
-  template:
-    spec:
-      containers:
-      - name: app
-        image: nginx:1.27
-        securityContext:
-          privileged: true
-"""
 VOLUME_TF = 'resource "aws_ebs_volume" "data" {\n  size      = 40\n  encrypted = false\n}\n'
 
 

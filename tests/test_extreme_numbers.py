@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import datasets
 import polars as pl
 import pytest
+from e2_fakes import PRIVILEGED_WEB as WEB
 from e2_fakes import FakeOracle, make_item
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ProviderError, load_registry
@@ -132,23 +133,6 @@ def test_a_confidence_handed_over_decoded_is_judged_without_converting_it() -> N
 def e2_verifier() -> e2_verify.ConfigVerifier:
     """E2's verifier with the deterministic fake oracle (the real scanners cost seconds per call)."""
     return e2_verify.ConfigVerifier(get_environment("e2").config, oracle=FakeOracle())  # type: ignore[arg-type]
-
-
-WEB = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 2
-  template:
-    spec:
-      containers:
-      - name: app
-        image: nginx:1.27
-        securityContext:
-          privileged: true
-"""
 
 
 def _first_item(env_id: str) -> Item:
