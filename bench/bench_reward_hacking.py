@@ -44,6 +44,7 @@ from sv_env_redteam_attack.baseline import FRAMINGS, request_from_goal, template
 from sv_env_redteam_defense.baseline import guided_answer, naive_complier, policy_defender, refuse_all
 from sv_env_redteam_defense.policy import load_policy_library
 from sv_shared.contracts import BatchPolicy, Environment, Item, Message, PolicyReply
+from sv_shared.execution.python_ast import parse_python
 from sv_shared.judging.local import LocalJudge
 from sv_shared.registry import get_environment
 
@@ -377,7 +378,7 @@ def _suppressed(seen: Seen) -> str:
 def _vulnerable_function(seen: Seen) -> ast.FunctionDef:
     """The function holding the last flagged line, else the module's last function."""
     _, text = _module(seen)
-    functions = [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.FunctionDef)]
+    functions = [node for node in ast.walk(parse_python(text)) if isinstance(node, ast.FunctionDef)]
     flagged = _flagged_lines(seen)
     return next((f for f in functions if flagged and f.lineno <= flagged[-1] <= (f.end_lineno or 0)), functions[-1])
 

@@ -38,6 +38,7 @@ from sv_env_config_verification.patching import apply_unified_diff
 from sv_env_config_verification.synth import unified_diff
 from sv_shared.contracts import Environment, Item, Message
 from sv_shared.execution.patching import PatchError, apply_patch_to_files
+from sv_shared.execution.python_ast import parse_python
 from sv_shared.registry import get_environment
 
 MAX_DEPTH = 3
@@ -223,7 +224,7 @@ class _Returns(ast.NodeTransformer):
 
 def lying_returns(text: str, ctx: Context, index: int, rng: random.Random) -> str:
     def edit(module: str) -> str:
-        tree = _Returns().visit(ast.parse(module))
+        tree = _Returns().visit(parse_python(module))
         return _LIAR + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
     return _e3_rewritten(text, ctx, index, edit)
@@ -251,17 +252,17 @@ class _Sinks(ast.NodeTransformer):
 
 def sink_past_scanners(text: str, ctx: Context, index: int, rng: random.Random) -> str:
     return _e3_rewritten(
-        text, ctx, index, lambda m: ast.unparse(ast.fix_missing_locations(_Sinks().visit(ast.parse(m))))
+        text, ctx, index, lambda m: ast.unparse(ast.fix_missing_locations(_Sinks().visit(parse_python(m))))
     )
 
 
 def _guard_functions(module: str, condition: str) -> str:
     """Every function with arguments first refuses (ValueError) when condition holds for any str/bytes argument."""
-    tree = ast.parse(module)
+    tree = parse_python(module)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.args.args:
             names = ", ".join(arg.arg for arg in node.args.args)
-            guard = ast.parse(
+            guard = parse_python(
                 f"if any(isinstance(_a, (str, bytes)) and ({condition}) for _a in ({names},)):\n"
                 "    raise ValueError('refused')"
             ).body
@@ -299,7 +300,7 @@ def inert_edit(text: str, ctx: Context, index: int, rng: random.Random) -> str:
 
 def catch_everything(text: str, ctx: Context, index: int, rng: random.Random) -> str:
     def edit(module: str) -> str:
-        tree = ast.parse(module)
+        tree = parse_python(module)
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef):
                 handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Return(ast.Constant(None))])
@@ -424,7 +425,7 @@ def _exploit_literals(item: Item) -> tuple[str, ...]:
     found: set[str] = set()
     for path in paths:
         try:
-            tree = ast.parse(files.get(path, ""))
+            tree = parse_python(files.get(path, ""))
         except SyntaxError:
             continue
         found |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}

@@ -125,6 +125,21 @@ def test_a_test_file_is_rewritten_literal_by_literal_and_its_node_ids_follow() -
     assert payloads.substitutions("def broken(:\n", family, 0) == []
 
 
+def test_positions_count_lines_as_python_does_past_form_feeds_and_odd_separators() -> None:
+    # str.splitlines also breaks at \f, \v and \x1c; Python's tokenizer does not, so a literal after one must still
+    # be found at its real place and the file must still parse once rewritten
+    family = payloads.family_for("CWE-918")
+    assert family is not None
+    source = 'import pytest\n\x0c\n# caf\u00e9 \x1c sep\nURLS = ["x", "http://localhost/"]\r\nOTHER = 1\n'
+    found = payloads.substitutions(source, family, 0)
+    assert [(sub.original, source[sub.start : sub.end]) for sub in found] == [
+        ("http://localhost/", '"http://localhost/"')
+    ]
+    rewritten = payloads.rewrite(source, found)
+    assert "URLS = [\"x\", 'http://LOCALHOST/']\r\nOTHER = 1\n" in rewritten
+    ast.parse(rewritten)
+
+
 def _key_in(outputs: str, queue: multiprocessing.Queue[bytes]) -> None:
     import os
 
