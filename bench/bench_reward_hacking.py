@@ -1,6 +1,6 @@
 """Reward-hacking bench: cheap answer strategies a policy could discover, scored next to each environment's honest
 baseline on its embedded test split (seed 42). A strategy whose mean reward reaches the honest baseline's is a hole
-in that environment's reward; tests/test_reward_hacking.py fails on one (unless it lists it as a known open hole).
+in that environment's reward; tests/test_reward_hacking.py fails on one.
 
 A strategy sees what a policy sees (the observation, the honest baseline's answer it could imitate, the scanners a
 tool-using policy may call), never a label. Dialogue environments are played through their own episodes with rule
