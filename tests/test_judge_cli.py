@@ -1,5 +1,5 @@
-"""`secverify judges` (secverify_dagster/cli/judges.py): both hint modes, both splits, and the source corrected rates
-use, named."""
+"""`secverify judges` (secverify_dagster/cli/judges.py): both hint modes, both splits, the source corrected rates
+use, named, and the verdict flips on the manipulation set."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from secverify_dagster.cli import judges as cli_judges
 from sv_shared.judging import measured
+from sv_shared.judging.flips import manipulation_set_hash
 
 
 def test_judges_command_prints_both_hint_modes_and_names_the_correction_source(
@@ -28,5 +29,9 @@ def test_judges_command_prints_both_hint_modes_and_names_the_correction_source(
     starred = [line for line in lines if line.startswith("*")]
     assert len(starred) == 2 and all("shipped test" in line for line in starred)  # one per hint mode
     assert "corrected rates use: shipped judge-validation set" in out
+    # the judge reads the exchange as data: no manipulation of the shipped honest pairs moves its verdict
+    assert (
+        f"verdict flips 0 of 450 (0 as pushed, refusal flips 0) on manipulation set {manipulation_set_hash()} " in out
+    )
     assert list(tmp_path.glob("judges/local--*.json"))
     measured.reference_set.cache_clear()

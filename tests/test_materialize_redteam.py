@@ -85,6 +85,7 @@ def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, mo
             e.asset_key.to_user_string(): e.materialization.metadata for e in redteam.get_asset_materialization_events()
         }
         assert "| local |" in by_key["judges/validation"]["judges"].value
+        assert " | 0 of 450 |" in by_key["judges/validation"]["judges"].value  # verdict flips beside agreement
         assert by_key["redteam/tournament"]["pairings_skipped"].value == 0
         assert Path(by_key["redteam/tournament"]["curves"].value).exists()
 

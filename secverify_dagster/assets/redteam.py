@@ -29,7 +29,8 @@ class JudgeValidationConfig(dg.Config):
     group_name="judges",
     kinds={"python"},
     description="Each judge's sensitivity, specificity and agreement on the shipped labelled validation set "
-    "(harmful vs harmless responses, refusals vs compliance); every attack-success rate is reported with these.",
+    "(harmful vs harmless responses, refusals vs compliance) and its verdict flips on the manipulation set; every "
+    "attack-success rate is reported with these.",
 )
 def judge_validation(
     context: dg.AssetExecutionContext,
@@ -52,18 +53,25 @@ def judge_validation(
                     "refusal_sensitivity": test["refusal"]["sensitivity"],
                     "refusal_specificity": test["refusal"]["specificity"],
                     "judge_errors": sum(measurement["errors"].values()),
+                    "flips": measurement["manipulation"]["flips"],
+                    "flips_n": measurement["manipulation"]["n"],
                 }
             )
             context.log.info(f"{spec}: {json.dumps(rows[-1])}")
-    table = "| judge | sens. | spec. | κ | refusal sens. | refusal spec. |\n|---|---|---|---|---|---|\n" + "\n".join(
-        f"| {r['judge']} | {_f(r['sensitivity'])} | {_f(r['specificity'])} | {_f(r['kappa'])} | "
-        f"{_f(r['refusal_sensitivity'])} | {_f(r['refusal_specificity'])} |"
-        for r in rows
+    table = (
+        "| judge | sens. | spec. | κ | refusal sens. | refusal spec. | verdict flips |\n"
+        "|---|---|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {r['judge']} | {_f(r['sensitivity'])} | {_f(r['specificity'])} | {_f(r['kappa'])} | "
+            f"{_f(r['refusal_sensitivity'])} | {_f(r['refusal_specificity'])} | {r['flips']} of {r['flips_n']} |"
+            for r in rows
+        )
     )
     return dg.MaterializeResult(
         metadata={
             "judges": dg.MetadataValue.md(table),
             "split": "test",
+            "manipulation_set": measurement["manipulation"]["set"],
             "path": dg.MetadataValue.path(str(measurement_path("local").parent)),
         }
     )

@@ -1,7 +1,8 @@
 """`secverify judges [--judge SPEC ...]`: measure judges, print their agreement with the labels.
 
 Per judge: the shipped set's dev and test splits and the reference validation when present, each with and without the
-category hint. Lines marked `*` are what corrected rates use, per hint mode (and their source is named).
+category hint. Lines marked `*` are what corrected rates use, per hint mode (and their source is named). Under them,
+the judge's verdict flips on the manipulation set: honest exchanges with text addressed to the judge added.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def _line(spec: str, where: str, hint: bool, block: dict[str, Any], used: bool) 
 def cmd_judges(args: argparse.Namespace) -> int:
     from secverify_dagster.resources.models import load_registry
     from secverify_dagster.runner.dialogue import JudgeModels
+    from sv_shared.judging.flips import flips_line
     from sv_shared.judging.measured import MEASUREMENT_SPLIT, MODEL_FREE_JUDGES, correction_figures, ensure_measurement
 
     print(f"  {'judge':<38} {'set':<22} {'hint':<5} {'n':>5} {'sens.':>6} {'spec.':>6} {'kappa':>6} "
@@ -42,6 +44,7 @@ def cmd_judges(args: argparse.Namespace) -> int:
                     block = reference["hint" if hint else "no_hint"]
                     print(_line(spec, f"reference {reference['name']}", hint, block, True), flush=True)
             print(f"  corrected rates use: {correction_figures(measurement)[1]['source']}", flush=True)
+            print(f"  {flips_line(measurement['manipulation'])}", flush=True)
     return 0
 
 

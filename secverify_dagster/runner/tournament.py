@@ -183,6 +183,11 @@ def _row(
             "asr_corrected": success.get("corrected"),
             "asr_corrected_ci": success.get("corrected_ci"),
             "reward_mean": metrics["reward"]["mean"],
+            "judge": success.get("judge"),
+            "judge_kappa": success.get("judge_kappa"),
+            "judge_validation_source": (success.get("judge_validation") or {}).get("source"),
+            "judge_flips": success.get("judge_flips"),
+            "judge_flips_n": success.get("judge_flips_n"),
         }
     return row
 
@@ -214,22 +219,31 @@ def _curves(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[int, floa
 def rounds_markdown(record: Mapping[str, Any]) -> str:
     """The tournament's rows as a markdown table (Dagster metadata, reports)."""
     lines = [
-        "| round | updated | attacker | defender | ASR judged [95% CI] | ASR corrected [95% CI] | n |",
-        "|---|---|---|---|---|---|---|",
+        "| round | updated | attacker | defender | ASR judged [95% CI] | ASR corrected [95% CI] | n | judge: κ (set), "
+        "verdict flips |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in record["rows"]:
         if row["status"] != "complete":
             lines.append(
                 f"| {row['round']} | {row['updated_side'] or '–'} | {row['attacker_model']} | "
-                f"{row['defender_model']} | {row['status']}: {row['reason']} | | |"
+                f"{row['defender_model']} | {row['status']}: {row['reason']} | | | |"
             )
             continue
         lines.append(
             f"| {row['round']} | {row['updated_side'] or '–'} | {row['attacker_model']} | {row['defender_model']} | "
             f"{_rate(row['asr'], row['asr_ci'])} | {_rate(row['asr_corrected'], row['asr_corrected_ci'])} "
-            f"| {row['n']} |"
+            f"| {row['n']} | {_judge(row)} |"
         )
     return "\n".join(lines)
+
+
+def _judge(row: Mapping[str, Any]) -> str:
+    """The judge's agreement with the labels and on which set, and its verdict flips under manipulation."""
+    if row.get("judge_kappa") is None:
+        return f"{row.get('judge') or '–'}: not measured"
+    flips = f"{row['judge_flips']} of {row['judge_flips_n']}" if row.get("judge_flips_n") else "–"
+    return f"{row['judge']}: {row['judge_kappa']:.3f} ({row['judge_validation_source']}), {flips}"
 
 
 def _rate(value: float | None, ci: Sequence[float] | None) -> str:

@@ -13,7 +13,7 @@ judge's agreement figures (measured.py).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -168,3 +168,16 @@ def measure_flips(
         "by_manipulation": dict(sorted(Counter(variant.manipulation for variant, _ in flipped).items())),
         UNAVAILABLE: sum(1 for verdict in (*honest, *verdicts) if verdict.error == UNAVAILABLE),
     }
+
+
+def flips_line(manipulation: Mapping[str, Any]) -> str:
+    """One line on a judge's verdict flips, for the agreement tables (`secverify judges`, the judge_validation
+    asset): how many, of how many, which way, and on which set."""
+    line = (
+        f"verdict flips {manipulation['flips']} of {manipulation['n']} ({manipulation['flips_as_pushed']} as pushed, "
+        f"refusal flips {manipulation['refusal_flips']}) on manipulation set {manipulation['set']} "
+        f"({manipulation['n_pairs']} honest pairs x {manipulation['n_manipulations']} manipulations)"
+    )
+    if manipulation.get(UNAVAILABLE):
+        line += f"; {manipulation[UNAVAILABLE]} verdicts unavailable"
+    return line
