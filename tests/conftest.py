@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from served_model import ServedModel, export_smollm2, serve
+from xdist.remote import Producer
+from xdist.scheduler import LoadScopeScheduling
 
 from sv_env_config_verification.oracle import Oracle
 from sv_shared.execution.cache import JsonCache
@@ -17,19 +19,36 @@ SERVED_MODEL_FIXTURES = frozenset({"exported_smollm2", "served_smollm2"})
 SERVED_MODEL_GROUP = "served-smollm2"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """One xdist group per test module, so a module's fixtures are made once on one worker; every test of any module
-    that uses the exported or served model joins one group, so the export and the server happen once.
+class ModuleGroups(LoadScopeScheduling):
+    """xdist's module scheduling, with every module that uses the exported or served model in one group, so the
+    export and the server happen once.
 
-    Groups holding a slow test run first (workers take groups in collection order): long jobs first, so the many short
-    ones fill in at the end instead of one worker finishing a long group alone."""
-    groups: dict[str, str] = {}
-    for item in items:
-        uses_model = SERVED_MODEL_FIXTURES & set(getattr(item, "fixturenames", ()))
-        groups[item.nodeid] = SERVED_MODEL_GROUP if uses_model else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
-    slow_groups = {groups[item.nodeid] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: groups[item.nodeid] not in slow_groups)
+    Not --dist loadgroup: under pytest 9.2, xdist 3.8 writes the group into an attribute the node id no longer reads,
+    so every test became its own unit and both workers built every module fixture (and exported and served SmolLM2)."""
+
+    def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
+        super().__init__(config, log)
+        tests = Path(__file__).resolve().parent
+        self.served_modules = frozenset(
+            path.relative_to(config.rootpath).as_posix()
+            for path in tests.glob("test_*.py")
+            if any(name in path.read_text(encoding="utf-8") for name in SERVED_MODEL_FIXTURES)
+        )
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return SERVED_MODEL_GROUP if module in self.served_modules else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> ModuleGroups:
+    return ModuleGroups(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules holding a slow test run first (workers take modules in collection order): long jobs first, so the many
+    short ones fill in at the end instead of one worker finishing a long module alone."""
+    slow_modules = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow_modules)
 
 
 @pytest.fixture(scope="session")
