@@ -24,6 +24,7 @@ from secverify_dagster.research.iteration_notes import (
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner.datasets import embedded_dataset
 from secverify_dagster.runner.eval_runner import EvalRunner
+from sv_shared.answers.collapse import profile_line
 from sv_shared.answers.statistics import paired_bootstrap
 from sv_shared.config import project_root
 from sv_shared.config.experiments import load_experiment
@@ -100,6 +101,10 @@ def test_a_note_from_two_runs_on_the_same_items(runs: dict[str, Any], tmp_path: 
     )
     assert f"{expected.delta:+.3f} [{expected.ci_low:+.3f}, {expected.ci_high:+.3f}]" in text
     assert {row["name"] for row in facts.fast_eval["headline"]} >= {"accuracy (ITT)"}
+    # Both runs' answers against the split's labels, so a collapsed candidate cannot hide behind its reward.
+    for label in ("baseline", "candidate"):
+        profile = getattr(facts, label)["answers"]
+        assert profile["n"] == 4 and f"heuristic: {profile_line(profile)}." in text
 
     # The triage counts every scored sample; the sidecar holds the same facts.
     assert sum(facts.triage["counts"].values()) == 4

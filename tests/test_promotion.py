@@ -50,6 +50,22 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+COLLAPSE = "COLLAPSED: answers 'Benign' on 94% of items, where the split has 59% 'Benign'; balanced accuracy 0.52"
+
+
+def test_a_collapsed_checkpoint_fails_its_scan_and_cannot_be_approved(checkpoint: Path) -> None:
+    with pytest.raises(PromotionError, match="passed with collapsed answers"):
+        passing(checkpoint, collapsed={"e1": COLLAPSE})
+    scan = passing(checkpoint, passed=False, collapsed={"e1": COLLAPSE})
+    assert scan.collapsed == {"e1": COLLAPSE}
+    status = promotion_status(checkpoint)
+    assert not status and status.reason == f"the checkpoint's answers collapsed: e1: {COLLAPSE}"
+    with pytest.raises(PromotionError, match="answers collapsed: e1: COLLAPSED"):
+        record_approval(checkpoint, approver="alice")
+    # a scan without collapse stores no field, so records written before the check hash as they did
+    assert "collapsed" not in passing(checkpoint).as_dict()
+
+
 def test_approval_is_refused_without_a_passing_scan(checkpoint: Path) -> None:
     status = promotion_status(checkpoint)
     assert not status and status.reason == "no safety scan yet"

@@ -29,6 +29,7 @@ from secverify_dagster.reports.scope import ReportScopeError, parse_period, peri
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.schedules.reports import REPORT_SCHEDULES, REPORTS_JOB
 from secverify_dagster.sensors.run_failures import run_failure_recorder
+from sv_shared.answers.collapse import answer_profile
 from sv_shared.answers.statistics import bootstrap_mean_ci
 from sv_shared.contracts import PolicyReply
 from sv_shared.data.datasets import write_dataset
@@ -74,8 +75,10 @@ def write_run(
     wall_s: float = 60.0,
     code_version: str = "c0ffee",
     dirty_paths: list[str] | None = None,
+    metrics: dict[str, Any] | None = None,
 ) -> FinishedRun:
-    """A complete run folder as the runner writes it (metadata, results, summary), through the run-record schema."""
+    """A complete run folder as the runner writes it (metadata, results, summary), through the run-record schema;
+    metrics: more of the summary's metrics (the reward's mean and CI come from the rewards)."""
     n = n_requested or len(rewards)
     run_id = f"seed42-n{n}-{model_id}-{started:%m%d%H}-{dataset[:4]}"
     at = started.isoformat()
@@ -150,7 +153,7 @@ def write_run(
             run_id=run_id,
             n_items=len(rewards),
             n_scored=len(rewards),
-            metrics={"n": len(rewards), "reward": {"mean": mean, "ci_low": low, "ci_high": high}},
+            metrics={"n": len(rewards), "reward": {"mean": mean, "ci_low": low, "ci_high": high}, **(metrics or {})},
         )
     )
     return FinishedRun(folder.path, metadata)
@@ -808,3 +811,23 @@ def test_tool_misuse_is_found_in_real_e2_and_e4_tool_episodes() -> None:
     assert triaged.reason == (
         "1 calls over the budget; 3 malformed or unknown-tool calls; still calling tools when the turns ran out"
     )
+
+
+def test_a_collapsed_model_is_flagged_at_the_top_and_its_answers_shown_against_the_split(tmp_path: Path) -> None:
+    evals = tmp_path / "evals"
+    truths = ["Benign"] * 19 + ["Malicious"] * 13
+    collapsed = answer_profile(["Benign"] * 30 + ["Malicious"] * 2, truths, [0.9] * 32)
+    varied = answer_profile(truths[:-3] + ["Benign"] * 3, truths, [0.6 + 0.01 * k for k in range(32)])
+    write_run(evals, "sft-ckpt", _scores(32, 20), started=W48, metrics={"answers": collapsed})
+    write_run(evals, "rules", _scores(32, 28), started=W48, metrics={"answers": varied})
+    report, facts = _build(tmp_path, evals, "latest")
+    text = report.markdown_path.read_text(encoding="utf-8")
+    head = text.split("## Results")[0]
+    assert f"**sft-ckpt: {collapsed['collapse']}**" in head and "rules:" not in head
+    section = text.split("## Answers against the split")[1]
+    assert (
+        "| sft-ckpt | Benign 94%, Malicious 6% | Benign 59%, Malicious 41% | 2 | 1 | Benign 1.00, Malicious 0.15 |"
+        in section
+    )
+    assert "| always Benign: 94% | **yes** |" in section and "| always Benign: 69% | no |" in section
+    assert facts["metrics"]["sft-ckpt"]["answers"]["collapsed"]

@@ -89,7 +89,7 @@ JOINT_RECIPE = {
     "save_steps": 1,
     "items_per_env": 2,
 }
-SCAN = SafetyScanSettings(env="e6", n=2, judge="local", max_unsafe_share=1.0, max_unsafe_increase=2)
+SCAN = SafetyScanSettings(env="e6", n=2, judge="local", max_unsafe_share=1.0, max_unsafe_increase=2, answer_check_n=4)
 
 
 def _write_yaml(path: Path, data: Any) -> None:

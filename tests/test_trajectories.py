@@ -6,6 +6,7 @@ model text inert and judged-unsafe text shown only as redaction markers; written
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import multiprocessing
 import subprocess
@@ -26,6 +27,7 @@ from secverify_dagster.reports.trajectories import (
     report_trajectory_lines,
     write_run_page,
 )
+from sv_shared.answers.collapse import answer_profile, profile_line
 from sv_shared.contracts import PolicyReply
 from sv_shared.judging.redaction import redaction_marker
 from sv_shared.registry import get_environment
@@ -117,6 +119,18 @@ def _page_of(evals: Path, records: list[ResultRecord], *, dialogue: bool = False
     metadata = RunFolder(_run_dir(evals, E1.name)).read_metadata()
     run = RunTrajectories.build(Path("run"), metadata, records, dialogue=dialogue)
     return render_page([run], title="crafted", lowest=lowest)
+
+
+def test_a_run_page_shows_the_answers_against_the_split_and_flags_a_collapse(evals: Path) -> None:
+    run_dir = _run_dir(evals, E1.name)
+    run = RunTrajectories.read(run_dir, dialogue=False)
+    assert run.answers is not None and run.answers["n"] == 6
+    page = render_page([run], title="heuristic")
+    assert f"heuristic (e1): {html.escape(profile_line(run.answers), quote=True)}" in page
+    assert 'class="collapsed"' not in page
+    collapsed = answer_profile(["Benign"] * 6, ["Benign"] * 3 + ["Malicious"] * 3, [0.9] * 6)
+    flagged = render_page([RunTrajectories(run.run_dir, run.metadata, run.samples, collapsed)], title="constant")
+    assert f'<p class="collapsed">heuristic (e1): {html.escape(collapsed["collapse"], quote=True)}</p>' in flagged
 
 
 # Single-turn, tool and dialogue samples

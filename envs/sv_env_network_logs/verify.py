@@ -47,6 +47,7 @@ class NetworkLogsVerifier(CompletionVerifier):
     """Accuracy, calibration, asymmetric cost and format of a {"label", "confidence", "rationale"} answer."""
 
     version = "e1-verifier-3"
+    answers_are_labels = True
     reference_confidence: float = REFERENCE_CONFIDENCE
 
     def __init__(self, config: Config) -> None:

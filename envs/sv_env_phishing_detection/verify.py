@@ -293,6 +293,7 @@ class PhishingVerifier(CompletionVerifier):
     analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
 
     version = "e4-verifier-4"
+    answers_are_labels = True
     reference_confidence: float = REFERENCE_CONFIDENCE
 
     def __init__(self, config: Config) -> None:

@@ -241,8 +241,9 @@ def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefiniti
         pool=training_pool(recipe.profile),
         additional_deps=[curated_key(load_promotion_config().safety_scan.env)],
         description="The checkpoint's replies on held-out conversations, judged (configs/promotion.yaml): no more "
-        "unsafe replies than allowed, and none more than its parent. Blocking: a checkpoint that fails is not trained "
-        "on further in the same run, and cannot be approved.",
+        "unsafe replies than allowed, and none more than its parent; and its answers on every environment it was "
+        "trained on, not collapsed onto one label. Blocking: a checkpoint that fails is not trained on further in the "
+        "same run, and cannot be approved.",
     )
     def safety(
         context: dg.AssetCheckExecutionContext, models: ModelRegistryResource, artifacts: ArtifactStoreResource
@@ -260,6 +261,8 @@ def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefiniti
                 "parent_unsafe": scan.parent_unsafe,
                 "judge": scan.judge,
                 "run_dir": dg.MetadataValue.path(str(scan.run_dir)),
+                "collapsed": dg.MetadataValue.json(scan.collapsed),
+                "answer_check_runs": dg.MetadataValue.json({env: str(path) for env, path in scan.answer_runs.items()}),
             },
         )
 

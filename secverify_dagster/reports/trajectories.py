@@ -26,6 +26,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from secverify_dagster.reports.runs import RunView
+from sv_shared.answers.collapse import profile_line
 from sv_shared.contracts import Dialogue, Environment
 from sv_shared.data.files import json_text, write_text_atomic
 from sv_shared.judging.redaction import is_redacted
@@ -67,6 +68,7 @@ th { background: #f6f8fa; }
 pre { background: #f6f8fa; padding: .5rem; border-radius: 4px; white-space: pre-wrap; overflow-wrap: anywhere;
       margin: .2rem 0; font-size: .8rem; max-height: 30rem; overflow: auto; }
 .note { color: #57606a; font-size: .85rem; }
+.collapsed { color: #fff; background: #cf222e; padding: .4rem .6rem; border-radius: 4px; font-weight: 600; }
 .cut { color: #9a6700; font-size: .8rem; }
 #filters { position: sticky; top: 0; background: #fff; border-bottom: 1px solid #d0d7de; padding: .5rem 0;
            display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: center; font-size: .85rem; z-index: 1; }
@@ -333,6 +335,19 @@ def _runs_table(runs: Sequence[RunTrajectories], lowest: int, run_links: Mapping
     )
 
 
+def _answer_profiles(runs: Sequence[RunTrajectories]) -> str:
+    """Each run's answers against the split's labels; a collapsed policy's flag first, where nobody can miss it."""
+    lines = []
+    for run in runs:
+        if not run.answers or not run.answers.get("n"):
+            continue
+        who = f"{_esc(run.metadata.model.id)} ({_esc(run.metadata.env)})"
+        if run.answers["collapsed"]:
+            lines.append(f'<p class="collapsed">{who}: {_esc(run.answers["collapse"])}</p>')
+        lines.append(f'<p class="note">{who}: {_esc(profile_line(run.answers))}</p>')
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
 def _select(control_id: str, label: str, options: Counter[str]) -> str:
     choices = "".join(
         f'<option value="{_esc(value)}">{_esc(value)} ({count})</option>' for value, count in sorted(options.items())
@@ -396,7 +411,7 @@ def render_page(
         '<p class="note">Samples lowest reward first; click one to open it. Categories are the reports\' error '
         "triage. Judged-unsafe text appears only as [REDACTED …] markers (hash, categories, length). Texts over "
         f"{MAX_SHOWN_CHARS:,} characters are cut; the run's results.jsonl holds them whole.</p>\n"
-        f"{_runs_table(runs, lowest, run_links or {})}\n"
+        f"{_runs_table(runs, lowest, run_links or {})}\n{_answer_profiles(runs)}"
         f"{_filters(runs, [sample for _, sample in shown_by_run])}\n"
         f'<div id="samples">{samples}</div>\n{_more_notes(runs, lowest)}\n'
         f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"
@@ -447,7 +462,12 @@ def report_trajectory_lines(
     if not runs:
         return []
     dialogue = is_dialogue(env)
-    built = [RunTrajectories.build(run.run_dir, run.metadata, run.records, dialogue=dialogue) for run in runs]
+    built = [
+        RunTrajectories.build(
+            run.run_dir, run.metadata, run.records, dialogue=dialogue, answers=run.metrics.get("answers")
+        )
+        for run in runs
+    ]
     links: dict[Path, str] = {}
     for run in built:
         page = run.run_dir / PAGE_NAME

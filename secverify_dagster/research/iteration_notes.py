@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from sv_shared.answers.collapse import profile_line
 from sv_shared.answers.metrics import metric_value
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.config.experiments import Experiment
@@ -98,6 +99,7 @@ def _run_facts(run: FinishedRun) -> dict[str, Any]:
         "experiment": metadata.experiment.as_dict() if metadata.experiment else None,
         "rescored_from": metadata.rescored_from.as_dict() if metadata.rescored_from else None,
         "run_dir": str(run.run_dir),
+        "answers": run.summary().metrics.get("answers"),
     }
 
 
@@ -248,6 +250,16 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _answer_lines(run: Mapping[str, Any]) -> list[str]:
+    """A run's answers against the split's labels, its collapse flag in bold first (none where answers are no
+    labels)."""
+    profile = run.get("answers")
+    if not profile or not profile.get("n"):
+        return []
+    flag = [f"**{run['model']}: {profile['collapse']}**", ""] if profile["collapsed"] else []
+    return [*flag, f"{run['model']}: {profile_line(profile)}.", ""]
+
+
 def render(facts: IterationFacts) -> str:
     """The note as markdown."""
     base = facts.baseline
@@ -259,6 +271,7 @@ def render(facts: IterationFacts) -> str:
         f"Run `{base['run_id']}` ({base['model']}, {base['dataset']}, n={base['n_items']}, seed {base['seed']}): "
         f"{facts.triage['n']} scored samples.",
         "",
+        *_answer_lines(base),
         "| category | samples |",
         "|---|---|",
         *(f"| {category} | {count} |" for category, count in facts.triage["counts"].items()),
@@ -292,6 +305,7 @@ def render(facts: IterationFacts) -> str:
             f"Candidate `{cand['run_id']}` ({cand['model']}, {cand['dataset']}) vs baseline on the same "
             f"{facts.fast_eval['n_paired']} items (seed {base['seed']}); paired bootstrap, seed {SEED}, 95% CI.",
             "",
+            *_answer_lines(cand),
             "| quantity | baseline | candidate | delta [95% CI] | p |",
             "|---|---|---|---|---|",
         ]

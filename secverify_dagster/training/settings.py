@@ -45,6 +45,9 @@ class SafetyScanSettings(ConfigModel):
     """The most unsafe replies (share of scanned conversations) a checkpoint may give."""
     max_unsafe_increase: NonNegativeInt
     """How many more unsafe conversations than its parent on the same items a checkpoint may have."""
+    answer_check_n: PositiveInt
+    """Items of each trained environment's held-out split the checkpoint answers for the collapse check: on an
+    environment whose answers are labels, a checkpoint that collapsed onto one label fails the scan."""
 
 
 class PromotionConfig(ConfigModel):

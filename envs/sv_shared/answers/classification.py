@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sv_shared.answers.collapse import answer_profile
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.metrics import Outcome, classification_metrics, paired_rate_columns, reward_summary
 from sv_shared.answers.rewards import RewardWeights, classification_components, failed_components
@@ -28,6 +29,9 @@ DETECTION_REPORT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("Brier", "brier"),
     ("AURC", "aurc"),
     ("cost-wtd error", "cost_weighted_error"),
+    ("balanced acc.", "answers.balanced_accuracy"),
+    ("distinct answers", "answers.distinct_answers"),
+    ("agrees w/ constant", "answers.best_constant.agreement"),
 )
 """(header, metric key) of the detection and calibration metrics every detection report shows: each rate in both views
 (intent-to-treat first, the headline; then over the answered items), see metrics.RATES_LEGEND."""
@@ -72,7 +76,8 @@ class DetectionTask:
     def aggregate(
         self, records: Sequence[Mapping[str, Any]], truth_labels: Mapping[str, str], *, seed: int = 42
     ) -> dict[str, Any]:
-        """Metrics of a run: detection and calibration metrics, reward summary, format failures by reason."""
+        """Metrics of a run: detection and calibration metrics, reward summary, format failures by reason, and the
+        answer profile (answers vs the split's labels, balanced accuracy, collapse: collapse.py)."""
         outcomes = [self.outcome(truth_labels[record["id"]], record.get("parsed")) for record in records]
         metrics = classification_metrics(outcomes, costs=self.costs)
         metrics["reward"] = reward_summary([float(record["reward"]) for record in records], seed=seed)
@@ -81,4 +86,10 @@ class DetectionTask:
             for name in self.weights.weights
         }
         metrics["format_errors"] = dict(sorted(Counter(str(r["error"]) for r in records if r.get("error")).items()))
+        parsed = [record.get("parsed") for record in records]
+        metrics["answers"] = answer_profile(
+            [answer["label"] if answer else None for answer in parsed],
+            [truth_labels[record["id"]] for record in records],
+            [float(answer["confidence"]) if answer and answer["label"] != ABSTAIN else None for answer in parsed],
+        )
         return metrics

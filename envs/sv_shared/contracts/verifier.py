@@ -68,6 +68,10 @@ class Verifier(ABC):
     version: str
     """Bumped whenever parsing or scoring changes, so stored scores can be told apart."""
 
+    answers_are_labels: bool = False
+    """Whether every answer names one label of a fixed set (E1, E4): then the run's metrics carry the answer profile
+    (`metrics["answers"]`, sv_shared.answers.collapse) and a policy can collapse onto one label."""
+
     @abstractmethod
     def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
         """Metrics over scored records (as written to results.jsonl) and the items they answer."""

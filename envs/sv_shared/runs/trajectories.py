@@ -301,11 +301,13 @@ def lowest_first(samples: Iterable[Trajectory]) -> list[Trajectory]:
 
 @dataclass(frozen=True)
 class RunTrajectories:
-    """A run's identity and every scored sample, lowest reward first."""
+    """A run's identity, every scored sample lowest reward first, and its answer profile (answers vs the split's
+    labels, collapse: sv_shared.answers.collapse) once the run has a summary and answers are labels."""
 
     run_dir: Path
     metadata: RunMetadata
     samples: list[Trajectory]
+    answers: dict[str, Any] | None = None
 
     @property
     def counts(self) -> dict[Category, int]:
@@ -313,12 +315,20 @@ class RunTrajectories:
 
     @classmethod
     def build(
-        cls, run_dir: Path, metadata: RunMetadata, records: Iterable[ResultRecord], *, dialogue: bool
+        cls,
+        run_dir: Path,
+        metadata: RunMetadata,
+        records: Iterable[ResultRecord],
+        *,
+        dialogue: bool,
+        answers: Mapping[str, Any] | None = None,
     ) -> RunTrajectories:
-        return cls(run_dir, metadata, lowest_first(trajectory(record, dialogue=dialogue) for record in records))
+        samples = lowest_first(trajectory(record, dialogue=dialogue) for record in records)
+        return cls(run_dir, metadata, samples, dict(answers) if answers is not None else None)
 
     @classmethod
     def read(cls, run_dir: Path, *, dialogue: bool) -> RunTrajectories:
         """A run folder's samples as written so far (a run still in progress shows what it has scored)."""
         folder = RunFolder(run_dir)
-        return cls.build(run_dir, folder.read_metadata(), folder.read_results(), dialogue=dialogue)
+        answers = folder.read_summary().metrics.get("answers") if folder.summary_path.is_file() else None
+        return cls.build(run_dir, folder.read_metadata(), folder.read_results(), dialogue=dialogue, answers=answers)

@@ -2,14 +2,16 @@
 person's approval of exactly that checkpoint.
 
 In the checkpoint's run folder (see checkpoints.py):
-  safety_scan.json     SafetyScanRecord   the latest scan: judge, samples, unsafe count, threshold, verdict, and the
-                                          hashes (never the text) of the unsafe samples; bound to the manifest's hash
+  safety_scan.json     SafetyScanRecord   the latest scan: judge, samples, unsafe count, threshold, verdict, the
+                                          hashes (never the text) of the unsafe samples, and where the checkpoint's
+                                          answers collapsed onto one label; bound to the manifest's hash
   safety_scans.jsonl   SafetyScanRecord   every scan, one a line (the history; the JSON file is the latest)
   approvals.jsonl      ApprovalRecord     append-only decisions: who, when, approve or reject, for which model id,
                                           manifest hash and scan hash
   .promotion.lock      held while a scan or a decision is written, so concurrent writers all land
 
-A checkpoint is promoted when its manifest is complete, the latest scan is of that very manifest and passed, and the
+A checkpoint is promoted when its manifest is complete, the latest scan is of that very manifest and passed (safe
+enough, and not collapsed on any environment it was trained on), and the
 latest decision recorded for that manifest and that scan is "approve". A new manifest (retrained, rewritten) or a new
 scan needs a new approval; a reject after an approval withdraws it. An approval is refused without a passing scan of
 the current manifest, or when the model files no longer match the manifest's hashes.
@@ -21,10 +23,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 from pydantic import Field, NonNegativeInt, field_validator, model_validator
 
@@ -65,6 +68,8 @@ class PromotionError(ValueError):
 class SafetyScanRecord(TrainingRecord):
     """The safety scan of one checkpoint manifest."""
 
+    _optional: ClassVar[frozenset[str]] = frozenset({"collapsed"})
+
     schema_version: Literal[1] = SCHEMA_VERSION
     model_id: str
     manifest_hash: str
@@ -77,6 +82,10 @@ class SafetyScanRecord(TrainingRecord):
     unsafe_sample_hashes: list[str]
     """Hashes of the unsafe samples (their ids or texts): which ones, without storing unsafe text."""
     scanned_at: str
+    collapsed: dict[str, str] | None = None
+    """Environment id -> the collapse flag of the checkpoint's answers on that environment's held-out items
+    (sv_shared.answers.collapse), for each environment it was trained on where it collapsed onto one answer. A
+    collapsed checkpoint cannot pass, whatever its safety."""
 
     @field_validator("unsafe_sample_hashes")
     @classmethod
@@ -104,6 +113,8 @@ class SafetyScanRecord(TrainingRecord):
             )
         if self.passed and self.samples == 0:
             raise ValueError("a scan of no samples cannot pass")
+        if self.passed and self.collapsed:
+            raise ValueError(f"passed with collapsed answers ({', '.join(sorted(self.collapsed))}): inconsistent")
         if self.passed and self.unsafe > self.threshold * self.samples:
             raise ValueError(
                 f"passed with {self.unsafe}/{self.samples} unsafe, above the threshold {self.threshold}: inconsistent"
@@ -140,6 +151,9 @@ class PromotionStatus:
     """The latest scan, when one can be read."""
     approval: ApprovalRecord | None = None
     """The decision that counts (the latest for the current manifest and scan), when there is one."""
+    state: str = "unpromoted"
+    """One word for reports: promoted; collapsed or scan-failed (the current manifest's scan failed); unpromoted
+    (no current scan, awaiting approval, rejected, or model files changed since)."""
 
     def __bool__(self) -> bool:
         return self.promoted
@@ -170,6 +184,7 @@ def record_safety_scan(
     unsafe_sample_hashes: list[str],
     passed: bool,
     threshold: float,
+    collapsed: Mapping[str, str] | None = None,
     now: datetime | None = None,
 ) -> SafetyScanRecord:
     """Record a safety scan of the checkpoint's current manifest (safety_scan.json, and a line of the history).
@@ -191,6 +206,7 @@ def record_safety_scan(
                     "passed": passed,
                     "unsafe_sample_hashes": list(unsafe_sample_hashes),
                     "scanned_at": iso_utc(now),
+                    "collapsed": dict(collapsed) if collapsed else None,
                 }
             )
         except ValueError as error:
@@ -224,8 +240,8 @@ def _read_scan(run_dir: Path) -> SafetyScanRecord | None:
     return SafetyScanRecord.read(path)
 
 
-def _scan_problem(scan: SafetyScanRecord | None, manifest: CheckpointManifest) -> str | None:
-    """Why a scan does not clear the checkpoint for approval (None: it does)."""
+def _stale_scan(scan: SafetyScanRecord | None, manifest: CheckpointManifest) -> str | None:
+    """Why the scan does not speak for the checkpoint's current manifest (None: it does)."""
     if scan is None:
         return "no safety scan yet"
     if scan.model_id != manifest.model_id or scan.manifest_hash != manifest.content_hash():
@@ -235,12 +251,26 @@ def _scan_problem(scan: SafetyScanRecord | None, manifest: CheckpointManifest) -
             f"the safety scan (at {scan.scanned_at}) is older than the manifest (created {manifest.created_at}); "
             "scan the checkpoint again"
         )
+    return None
+
+
+def _failed_scan(scan: SafetyScanRecord) -> str | None:
+    """Why a current scan does not clear the checkpoint (None: it passed)."""
+    if scan.collapsed:
+        return "the checkpoint's answers collapsed: " + "; ".join(
+            f"{env_id}: {flag}" for env_id, flag in sorted(scan.collapsed.items())
+        )
     if not scan.passed:
         return (
             f"the safety scan failed: {scan.unsafe}/{scan.samples} unsafe (threshold {scan.threshold:g}, "
             f"judge {scan.judge_id})"
         )
     return None
+
+
+def _scan_problem(scan: SafetyScanRecord | None, manifest: CheckpointManifest) -> str | None:
+    """Why a scan does not clear the checkpoint for approval (None: it does)."""
+    return _stale_scan(scan, manifest) or (_failed_scan(scan) if scan is not None else None)
 
 
 def _read_approvals(run_dir: Path, *, cut_torn_tail: bool = False) -> list[ApprovalRecord]:
@@ -313,9 +343,13 @@ def promotion_status(run_dir: Path, *, verify_files: bool = False) -> PromotionS
         scan = _read_scan(run_dir)
     except (OSError, RunRecordError) as error:
         return PromotionStatus(False, f"safety scan unreadable: {error}")
-    problem = _scan_problem(scan, manifest)
-    if problem is not None:
-        return PromotionStatus(False, problem, scan)
+    stale = _stale_scan(scan, manifest)
+    if stale is not None:
+        return PromotionStatus(False, stale, scan)
+    assert scan is not None
+    failed = _failed_scan(scan)
+    if failed is not None:
+        return PromotionStatus(False, failed, scan, state="collapsed" if scan.collapsed else "scan-failed")
     assert scan is not None
     try:
         approvals = _read_approvals(run_dir)
@@ -338,4 +372,4 @@ def promotion_status(run_dir: Path, *, verify_files: bool = False) -> PromotionS
                 scan,
                 latest,
             )
-    return PromotionStatus(True, f"approved by {latest.approver} at {latest.at}{note}", scan, latest)
+    return PromotionStatus(True, f"approved by {latest.approver} at {latest.at}{note}", scan, latest, "promoted")
