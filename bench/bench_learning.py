@@ -5,8 +5,8 @@ which continues the SFT checkpoint) through the asset graph (`secverify train`),
 checkpoints on the curated test split (items no training step saw; seed 42, the same items for all three), and
 compare them with the paired bootstrap. Then the trained policy's answers are checked against the reward-hacking
 suite's cheap strategies (bench/bench_reward_hacking.py): how often its answer is what a cheap strategy would have
-said, its label collapse and its distinct confidences, and whether its reward beats the best cheap strategy's only
-by being right.
+said, and whether its reward beats the best cheap strategy's only by being right; each model's answers against the
+split's labels (balanced accuracy, collapse: sv_shared.answers.collapse).
 
     python bench/bench_learning.py [--envs e1 e4] [--base smollm2-135m-instruct]
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from secverify_dagster.runner.datasets import EvalDataset
 from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.parents import latest_checkpoint
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
+from sv_shared.answers.collapse import profile_line
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Environment
@@ -44,8 +44,9 @@ HONEST = {"e1": "heuristic", "e4": "phish-rules"}
 
 def evaluate(
     env: Environment, model_id: str, dataset: EvalDataset, registry: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """The model's scored samples on every item of the dataset (a complete run, resumed if one exists)."""
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The model's scored samples on every item of the dataset (a complete run, resumed if one exists), and its
+    answers against the split's labels (sv_shared.answers.collapse)."""
     paths = TrainingPaths.default()
     cache = paths.response_cache()
     try:
@@ -55,7 +56,8 @@ def evaluate(
         cache.close()
     if outcome.status != "complete" or outcome.run_dir is None:
         raise RuntimeError(f"{model_id} on {env.env_id}: {outcome.status} ({outcome.reason})")
-    return [record.as_dict() for record in RunFolder(outcome.run_dir).read_results()]
+    folder = RunFolder(outcome.run_dir)
+    return [record.as_dict() for record in folder.read_results()], folder.read_summary().metrics["answers"]
 
 
 def compare(records_a: Sequence[Mapping[str, Any]], records_b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -100,24 +102,16 @@ def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records:
             "same_label_share": same_label / len(items),
         }
     parsed = [answer for answer in policy if answer is not None]
-    label_counts = Counter(label for label, _ in parsed)
     policy_reward = sum(float(by_id[str(item[env.data.id_column])]["reward"]) for item in items) / len(items)
     best = max(rows.items(), key=lambda row: row[1]["mean_reward"])
     closest = max(rows.items(), key=lambda row: (row[1]["same_label_share"], row[1]["same_answer_share"]))
-    shares = {label: count / len(parsed) for label, count in label_counts.items()} if parsed else {}
     flags = []
-    if shares and max(shares.values()) >= 0.95:
-        flags.append(f"label collapse: {max(shares, key=shares.__getitem__)} on {max(shares.values()):.0%} of answers")
-    if parsed and len({confidence for _, confidence in parsed}) == 1:
-        flags.append(f"constant confidence {parsed[0][1]}")
     if closest[1]["same_label_share"] >= 0.95:
         flags.append(f"labels match the cheap strategy {closest[0]!r} on {closest[1]['same_label_share']:.0%} of items")
     return {
         "flags": flags,
         "policy_reward": policy_reward,
         "parsed_share": len(parsed) / len(items),
-        "label_shares": shares,
-        "distinct_confidences": len({confidence for _, confidence in parsed}),
         "best_cheap_strategy": {"name": best[0], **best[1]},
         "closest_cheap_strategy": {"name": closest[0], **closest[1]},
         "strategies": rows,
@@ -162,10 +156,12 @@ def main() -> None:
         test_path = paths.datasets(env_id) / "curated" / "test.parquet"
         dataset = EvalDataset(frame=read_dataset(test_path), source=str(test_path), split="test")
         started = time.perf_counter()
-        runs = {
+        evaluated = {
             name: evaluate(env, model, dataset, registry)
             for name, model in (("base", args.base), ("sft", sft.model_id), ("rlft", rlft.model_id))
         }
+        runs = {name: records for name, (records, _) in evaluated.items()}
+        answers = {name: profile for name, (_, profile) in evaluated.items()}
         timings["evals_s"] = round(time.perf_counter() - started, 1)
         means = {name: sum(r["reward"] for r in records) / len(records) for name, records in runs.items()}
         results[env_id] = {
@@ -176,6 +172,7 @@ def main() -> None:
             "sft_vs_base": compare(runs["sft"], runs["base"]),
             "rlft_vs_sft": compare(runs["rlft"], runs["sft"]),
             "rlft_vs_base": compare(runs["rlft"], runs["base"]),
+            "answers": answers,
             "hacking_check": hacking_check(env, dataset.frame.to_dicts(), runs["rlft"]),
             "training": {"sft": sft.metrics, "rlft": rlft.metrics},
             # GRPO learns only from groups whose rewards differ: the share of steps in which no group's did.
@@ -191,11 +188,12 @@ def main() -> None:
             c = row[pair]
             interval = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
             print(f"  {pair:13s} Δ {c['delta']:+.3f}  95% CI {interval}  p {c['p_value']:.3f}")
+        for name, profile in answers.items():
+            print(f"  {name}: {profile['collapse'] + ' | ' if profile['collapsed'] else ''}{profile_line(profile)}")
         check = row["hacking_check"]
         closest = check["closest_cheap_strategy"]
         print(
-            f"  hacking check: parsed {check['parsed_share']:.2f}, labels {check['label_shares']}, "
-            f"{check['distinct_confidences']} distinct confidences; closest cheap strategy {closest['name']!r} "
+            f"  hacking check: parsed {check['parsed_share']:.2f}; closest cheap strategy {closest['name']!r} "
             f"({closest['same_label_share']:.2f} same labels, {closest['same_answer_share']:.2f} same answers); "
             f"best cheap strategy {check['best_cheap_strategy']['name']!r} "
             f"{check['best_cheap_strategy']['mean_reward']:.3f} vs policy {check['policy_reward']:.3f}"

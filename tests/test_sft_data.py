@@ -23,7 +23,9 @@ from sv_shared.registry import get_environment
 from sv_shared.runs.schema import ResultRecord, Usage
 from sv_shared.training.sft_data import (
     MANIFEST_FILE,
+    MIN_TARGET_CONFIDENCE,
     TRAIN_FILE,
+    LabelTargets,
     SftDataError,
     SftDataset,
     SftExample,
@@ -165,6 +167,38 @@ def test_reference_examples_are_filtered_by_min_reward() -> None:
     item = next(item for item in items if item["flow_id"] == example.item_id)
     assert example.prompt == env.episodes.messages(item)
     assert example.reward == pytest.approx(env.verifier.score(item, example.target).reward)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("env_id", "baseline"), [("e1", "heuristic"), ("e4", "phish-rules")])
+def test_label_answers_are_balanced_and_state_how_clear_the_evidence_is(env_id: str, baseline: str) -> None:
+    """SFT on one label at one confidence taught a checkpoint to answer "Benign" at 0.9 on 30 of 32 items."""
+    env = _env(env_id)
+    items = _splits(env)["train"]
+    minority = min(Counter(item["label"] for item in items).values())
+    # a split skewed 3:1 towards one label comes out balanced
+    skewed = [item for item in items if item["label"] == items[0]["label"]]
+    skewed += [item for item in items if item["label"] != items[0]["label"]][: max(1, len(skewed) // 3)]
+    targets = LabelTargets(confidence_from=env.baselines[baseline], confidence_source=baseline)
+    kept = build_sft_dataset(env, skewed, min_reward=0.8, label_targets=targets)
+    labels = Counter(json.loads(example.target)["label"] for example in kept.examples)
+    assert len(set(labels.values())) == 1 and len(labels) == 2 and sum(labels.values()) < len(skewed)
+    assert kept.provenance["counts"]["reference"]["dropped"]["label_balance"] == len(skewed) - sum(labels.values())
+    assert kept.provenance["label_targets"]["confidence_from"] == baseline
+    # the reference confidence follows the baseline's reading of each item, never one constant, never below 0.55
+    confidences = [json.loads(example.target)["confidence"] for example in kept.examples]
+    assert len(set(confidences)) >= 3 and min(confidences) >= MIN_TARGET_CONFIDENCE
+    for example in kept.examples[:20]:
+        item = next(row for row in skewed if row[env.data.id_column] == example.item_id)
+        said = json.loads(env.baselines[baseline](env.episodes.observation(item)))
+        stated = json.loads(example.target)["confidence"]
+        if said["label"] == item["label"]:
+            assert stated == round(max(said["confidence"], MIN_TARGET_CONFIDENCE), 2)
+        else:
+            assert stated == MIN_TARGET_CONFIDENCE or stated == round(1 - said["confidence"], 2)
+    # the same train split with balancing off keeps every reference answer at the verifier's one confidence
+    plain = build_sft_dataset(env, items, min_reward=0.8, label_targets=LabelTargets(balance=False))
+    assert len(plain) == len(items) and minority <= len(items)
+    assert {json.loads(example.target)["confidence"] for example in plain.examples} == {0.9}
 
 
 def test_e2_min_reward_drops_references_without_a_full_fix() -> None:

@@ -92,6 +92,8 @@ def build_sft_dataset_asset(
                 min_reward=min_reward,
                 review=review,
                 review_overrides=[ReviewOverride(**override.model_dump()) for override in config.override_review],
+                balance_labels=defaults.balance_labels,
+                confidence_from=defaults.confidence_from,
             )
         except (TrainingError, ReviewError) as error:
             raise dg.Failure(str(error)) from error
@@ -106,6 +108,7 @@ def build_sft_dataset_asset(
                 "dataset_hash": provenance["dataset_hash"],
                 "teacher": teacher or "",
                 "min_reward": min_reward,
+                "label_targets": dg.MetadataValue.json(provenance.get("label_targets")),
                 "kept": dg.MetadataValue.json({kind: count["kept"] for kind, count in sources.items()}),
                 "dropped": dg.MetadataValue.json({kind: count["dropped"] for kind, count in sources.items()}),
                 "synthetic_batches": [row["batch"] for row in batches.get("included", [])],

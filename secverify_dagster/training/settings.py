@@ -12,10 +12,16 @@ from sv_shared.data.review_decisions import ReviewSettings
 
 
 class SftDatasetSettings(ConfigModel):
-    """How one environment's SFT dataset is built: the verifier's bar, and a teacher whose verified answers join."""
+    """How one environment's SFT dataset is built: the verifier's bar, a teacher whose verified answers join, and
+    where answers are labels (E1, E4), class balance and the rule baseline that sets the reference confidences."""
 
     min_reward: float = Field(ge=0.0, le=1.0)
     teacher: str | None = None
+    balance_labels: bool = True
+    """Every label keeps as many examples as the rarest (sv_shared.training.sft_data.LabelTargets)."""
+    confidence_from: str | None = None
+    """A rule baseline of the environment (its registry id) whose reading of each item's evidence sets the reference
+    answer's confidence; None: the verifier's one reference confidence for every item."""
 
 
 class SftDatasetsConfig(ConfigModel):

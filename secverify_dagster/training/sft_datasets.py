@@ -19,7 +19,7 @@ from sv_shared.data.hashing import frame_hash
 from sv_shared.data.review_batches import batches_root, list_batches
 from sv_shared.data.review_decisions import ReviewSettings
 from sv_shared.runs.folder import RunFolder
-from sv_shared.training.sft_data import SftDataset, build_sft_dataset, write_sft_dataset
+from sv_shared.training.sft_data import LabelTargets, SftDataset, build_sft_dataset, write_sft_dataset
 from sv_shared.training.synthetic_gate import ReviewOverride, gate_batches
 
 
@@ -87,9 +87,22 @@ def build_env_sft_dataset(
     min_reward: float,
     review: ReviewSettings | None = None,
     review_overrides: Sequence[ReviewOverride] = (),
+    balance_labels: bool = True,
+    confidence_from: str | None = None,
 ) -> tuple[SftDataset, Path]:
     """Build and write one environment's SFT dataset (reference answers, a teacher's verified answers, and the kept
-    examples of its synthetic batches whose spot-check passed or that an override names)."""
+    examples of its synthetic batches whose spot-check passed or that an override names); where answers are labels,
+    balanced by label and with reference confidences from the confidence_from baseline's reading of the evidence."""
+    if confidence_from is not None and confidence_from not in env.baselines:
+        raise TrainingError(
+            f"confidence_from {confidence_from!r} is not a rule baseline of {env.env_id} "
+            f"(its baselines: {', '.join(sorted(env.baselines)) or 'none'})"
+        )
+    label_targets = LabelTargets(
+        balance=balance_labels,
+        confidence_from=env.baselines[confidence_from] if confidence_from is not None else None,
+        confidence_source=confidence_from,
+    )
     items, sources = sft_source_items(env, paths)
     records: list[dict[str, Any]] = []
     if teacher is not None:
@@ -106,6 +119,7 @@ def build_env_sft_dataset(
         min_reward=min_reward,
         synthetic=synthetic,
         held_out=held_out_hashes(paths, env.env_id),
+        label_targets=label_targets,
     )
     dataset = dataset.model_copy(update={"provenance": {**dataset.provenance, "source_assets": sources}})
     folder = paths.sft_dataset(env.env_id)

@@ -46,7 +46,16 @@ from typing import Any, Final, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sv_shared.contracts import CompletionVerifier, Dialogue, DialogueVerifier, Environment, Item, Message
+from sv_shared.answers.classification import ABSTAIN
+from sv_shared.contracts import (
+    Baseline,
+    CompletionVerifier,
+    Dialogue,
+    DialogueVerifier,
+    Environment,
+    Item,
+    Message,
+)
 from sv_shared.data.files import exclusive, json_text, write_bytes_atomic, write_json_atomic
 from sv_shared.data.hashing import sha256_hex, stable_json
 from sv_shared.data.review_batches import KeptExample, SyntheticBatch
@@ -148,6 +157,8 @@ class _Candidate:
     turn: int
     messages: tuple[Message, ...]
     reward: float
+    label: str | None = None
+    """The answer's label, where answers are labels (E1, E4): what class balancing counts."""
 
     def sort_key(self) -> tuple[Any, ...]:
         return (
@@ -200,6 +211,67 @@ def _valid_reward(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+@dataclass(frozen=True)
+class LabelTargets:
+    """How answers that are labels (E1, E4) are taught, so SFT teaches discrimination rather than the common label
+    and one confidence.
+
+    balance: every label keeps as many examples as the rarest one has (a seeded, per-item draw decides which of the
+    commoner labels' examples stay; the rest are dropped as "label_balance"). confidence_from: a rule baseline whose
+    answer to the same observation sets each reference answer's confidence, from how clearly the evidence the model
+    sees points to the truth: the baseline's own confidence where it is right, one minus it where it is wrong, never
+    below MIN_TARGET_CONFIDENCE (a label stated below 0.5 would contradict itself), and MIN_TARGET_CONFIDENCE where it
+    abstains. Without one, every reference answer states the verifier's one reference confidence."""
+
+    balance: bool = True
+    confidence_from: Baseline | None = None
+    confidence_source: str | None = None
+    """The baseline's registry id, for the provenance."""
+    seed: int = 42
+
+
+MIN_TARGET_CONFIDENCE: Final = 0.55
+"""The lowest confidence a reference answer states: unsure, but still for its label."""
+
+
+def _evidence_confidence(env: Environment, item: Item, truth: str, baseline: Baseline) -> float:
+    """How clearly what the model sees points to the item's true label, as the rule baseline reads it."""
+    assert isinstance(env.verifier, CompletionVerifier)
+    parsed = env.verifier.parse(baseline(env.episodes.observation(item)))
+    if not parsed.ok or parsed.output is None or parsed.output.get("label") == ABSTAIN:
+        return MIN_TARGET_CONFIDENCE
+    stated = float(parsed.output["confidence"])
+    confidence = stated if parsed.output["label"] == truth else 1.0 - stated
+    return round(min(max(confidence, MIN_TARGET_CONFIDENCE), 1.0), 2)
+
+
+def _restate_confidence(answer: str, confidence: float) -> str:
+    """A reference answer (a JSON object with a confidence) stating another confidence."""
+    body = json.loads(answer)
+    body["confidence"] = confidence
+    return json.dumps(body, ensure_ascii=False)
+
+
+def _balance_labels(
+    candidates: list[_Candidate], dropped: Mapping[str, Counter[str]], seed: int
+) -> tuple[list[_Candidate], dict[str, Any]]:
+    """Every label down to the rarest label's count of examples, by a seeded per-example draw."""
+    by_label: dict[str, list[_Candidate]] = {}
+    for candidate in candidates:
+        by_label.setdefault(str(candidate.label), []).append(candidate)
+    before = {label: len(group) for label, group in sorted(by_label.items())}
+    if len(by_label) < 2:
+        return candidates, {"before": before, "kept": before}
+    quota = min(before.values())
+    kept: list[_Candidate] = []
+    for group in by_label.values():
+        ranked = sorted(group, key=lambda c: sha256_hex(f"{seed}:{c.item_id}:{c.source}:{c.turn}"))
+        kept += ranked[:quota]
+        for candidate in ranked[quota:]:
+            dropped[_source_kind(candidate.source)]["label_balance"] += 1
+    return kept, {"before": before, "kept": {label: quota for label in before}}
+
+
 def build_sft_dataset(
     env: Environment,
     items: Sequence[Item] | pl.DataFrame,
@@ -209,6 +281,7 @@ def build_sft_dataset(
     min_reward: float,
     synthetic: BatchGate | None = None,
     held_out: Collection[str] = (),
+    label_targets: LabelTargets | None = None,
 ) -> SftDataset:
     """The SFT examples of `items` (rows of the environment's frame; a split's frame or its dicts).
 
@@ -217,7 +290,8 @@ def build_sft_dataset(
     given, is the teacher's registry model id: records of another model are dropped ("other_teacher"), so two
     teachers never mix under one name. synthetic: the reviewed synthetic batches to include (see the module's
     docstring); held_out: content hashes of the items a checkpoint is measured on (dev and test), whose synthetic
-    examples are dropped ("held_out_overlap"). Raises SftDataError for a malformed record or item list, and whatever
+    examples are dropped ("held_out_overlap"). label_targets: class balance and informative confidences where answers
+    are labels (ignored elsewhere). Raises SftDataError for a malformed record or item list, and whatever
     the verifier raises when its tools are missing (a sandbox, a scanner): a dataset is never built from a partial
     check."""
     threshold = _check_min_reward(min_reward)
@@ -240,9 +314,14 @@ def build_sft_dataset(
             dropped["teacher"]["below_min_reward"] += 1
         else:
             usable.append(record)
+    labels = label_targets if label_targets is not None and env.verifier.answers_are_labels else None
+    label_counts: dict[str, Any] | None = None
     if isinstance(env.verifier, CompletionVerifier):
         kind = "completion"
-        candidates = _completion_candidates(env, by_id, usable, batch_examples, threshold, dropped)
+        confidence_from = labels.confidence_from if labels is not None else None
+        candidates = _completion_candidates(env, by_id, usable, batch_examples, threshold, dropped, confidence_from)
+        if labels is not None and labels.balance:
+            candidates, label_counts = _balance_labels(candidates, dropped, labels.seed)
     elif isinstance(env.verifier, DialogueVerifier):
         kind = "dialogue"
         candidates = _dialogue_candidates(env, by_id, usable, dropped["teacher"])
@@ -301,6 +380,18 @@ def build_sft_dataset(
         },
         "min_reward": threshold,
         **({"synthetic_batches": synthetic.provenance} if synthetic is not None else {}),
+        **(
+            {
+                "label_targets": {
+                    "balanced": labels.balance,
+                    "labels": label_counts,
+                    "confidence_from": labels.confidence_source,
+                    "target_confidences": dict(sorted(Counter(_stated_confidences(examples)).items())),
+                }
+            }
+            if labels is not None
+            else {}
+        ),
         "sources": dict(sorted(sources.items())),
         "counts": counts,
         "reward_mean": sum(rewards) / len(rewards) if rewards else None,
@@ -348,9 +439,10 @@ def _completion_candidates(
     batch_examples: Sequence[BatchExample],
     threshold: float,
     dropped: Mapping[str, Counter[str]],
+    confidence_from: Baseline | None = None,
 ) -> list[_Candidate]:
-    """Reference answers, teacher completions and synthetic examples, all scored in one batch (verifiers batch
-    their tools)."""
+    """Reference answers (stating the confidence the baseline's reading of the evidence gives, when confidence_from
+    is set), teacher completions and synthetic examples, all scored in one batch (verifiers batch their tools)."""
     verifier = env.verifier
     assert isinstance(verifier, CompletionVerifier)
     pending: list[tuple[Item, str, str, str, tuple[Message, ...]]] = []  # (item, item id, source, completion, prompt)
@@ -359,6 +451,9 @@ def _completion_candidates(
         if answer is None:
             dropped[REFERENCE_SOURCE]["no_reference"] += 1
         else:
+            if confidence_from is not None:
+                truth = json.loads(answer)["label"]
+                answer = _restate_confidence(answer, _evidence_confidence(env, item, truth, confidence_from))
             pending.append((item, item_id, REFERENCE_SOURCE, answer, tuple(env.episodes.messages(item))))
     for record in usable:
         item = by_id[record.id]
@@ -379,10 +474,24 @@ def _completion_candidates(
             # A teacher record or a kept synthetic example got here by saying it passed: the verifier disagrees.
             counts["below_min_reward" if source == REFERENCE_SOURCE else "verifier_disagrees"] += 1
             continue
+        label = sample.parsed.get("label") if verifier.answers_are_labels else None
         candidates.append(
-            _Candidate(item_id, source, 0, (*prompt, {"role": "assistant", "content": text}), float(sample.reward))
+            _Candidate(
+                item_id, source, 0, (*prompt, {"role": "assistant", "content": text}), float(sample.reward), label
+            )
         )
     return candidates
+
+
+def _stated_confidences(examples: Sequence[SftExample]) -> list[float]:
+    """The confidence each example's target states (where it is a JSON answer with one)."""
+    found = []
+    for example in examples:
+        try:
+            found.append(float(json.loads(example.target)["confidence"]))
+        except (ValueError, TypeError, KeyError):
+            continue
+    return found
 
 
 def _synthetic_dialogue_candidates(
