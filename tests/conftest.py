@@ -4,6 +4,7 @@ two workers (pyproject's addopts)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +13,33 @@ from served_model import ServedModel, export_smollm2, serve
 from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
 
+from sv_env_code_vulnerability.exploit_variants import CACHE_VARIABLE
 from sv_env_config_verification.oracle import Oracle
 from sv_shared.execution.cache import JsonCache
 
 SERVED_MODEL_FIXTURES = frozenset({"exported_smollm2", "served_smollm2"})
 SERVED_MODEL_GROUP = "served-smollm2"
+
+
+SCOPE_SECONDS = Path(__file__).resolve().parent / "scope_seconds.json"
+"""Seconds each scheduling unit (a module, or the served-model group) took in a measured run of the suite
+(`python tests/scope_seconds.py <junit.xml>` writes it): the units run longest first."""
+
+
+def _served_modules(rootpath: Path) -> frozenset[str]:
+    """Test modules (as node ids spell them) that use the exported or served model."""
+    tests = Path(__file__).resolve().parent
+    return frozenset(
+        path.relative_to(rootpath).as_posix()
+        for path in tests.glob("test_*.py")
+        if any(name in path.read_text(encoding="utf-8") for name in SERVED_MODEL_FIXTURES)
+    )
+
+
+def scope_of(nodeid: str, served_modules: frozenset[str]) -> str:
+    """The unit a test is scheduled in: its module, or the served-model group."""
+    module = nodeid.split("::", 1)[0]
+    return SERVED_MODEL_GROUP if module in served_modules else module
 
 
 class ModuleGroups(LoadScopeScheduling):
@@ -28,16 +51,10 @@ class ModuleGroups(LoadScopeScheduling):
 
     def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
         super().__init__(config, log)
-        tests = Path(__file__).resolve().parent
-        self.served_modules = frozenset(
-            path.relative_to(config.rootpath).as_posix()
-            for path in tests.glob("test_*.py")
-            if any(name in path.read_text(encoding="utf-8") for name in SERVED_MODEL_FIXTURES)
-        )
+        self.served_modules = _served_modules(config.rootpath)
 
     def _split_scope(self, nodeid: str) -> str:
-        module = nodeid.split("::", 1)[0]
-        return SERVED_MODEL_GROUP if module in self.served_modules else module
+        return scope_of(nodeid, self.served_modules)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> ModuleGroups:
@@ -45,10 +62,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> ModuleG
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules holding a slow test run first (workers take modules in collection order): long jobs first, so the many
-    short ones fill in at the end instead of one worker finishing a long module alone."""
-    slow_modules = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow_modules)
+    """Longest units first (workers take units in collection order), so the many short ones fill in at the end
+    instead of one worker finishing a long one alone: by their measured seconds (SCOPE_SECONDS), and units not
+    measured yet after those, the ones holding a slow test first."""
+    served = _served_modules(config.rootpath)
+    seconds = json.loads(SCOPE_SECONDS.read_text(encoding="utf-8")) if SCOPE_SECONDS.is_file() else {}
+    slow = {scope_of(item.nodeid, served) for item in items if item.get_closest_marker("slow")}
+
+    def order(item: pytest.Item) -> tuple[float, bool]:
+        scope = scope_of(item.nodeid, served)
+        return (-float(seconds.get(scope, 0.0)), scope not in slow)
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
@@ -63,15 +88,29 @@ def served_smollm2(exported_smollm2: Path, tmp_path_factory: pytest.TempPathFact
     yield from serve(exported_smollm2, tmp_path_factory.mktemp("serve"))
 
 
+def _session_root(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The folder both xdist workers of this session share (each worker's basetemp sits inside it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if worker_id != "master" else root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_e3_variants(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Path]:
+    """One E3 payload-variant cache for the session: each module has its own outputs folder, and validating an item's
+    variants costs two sandboxed runs, so every item is validated once, not once per module (the cache is keyed by
+    the item and the payload and harness code, so a hit is what a validation would find)."""
+    path = _session_root(tmp_path_factory, worker_id) / "e3-variants" / "e3_payload_variants.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_VARIABLE, str(path))
+        yield path
+
+
 @pytest.fixture(scope="session")
 def e2_full_oracle(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Oracle:
     """E2's full default oracle (every scanner) with one scan cache for the whole session, both workers included:
     the tests that label the shipped corpus again (its render check, the label check) scan the same files. The cache
     is the oracle's own (keyed by content, tool, tool version and ruleset), so a hit is what a scan would find."""
-    session_root = tmp_path_factory.getbasetemp()
-    if worker_id != "master":  # under xdist each worker has its own basetemp inside the session's
-        session_root = session_root.parent
-    return Oracle(cache=JsonCache(session_root / "e2-oracle-cache" / "scanner.sqlite"))
+    return Oracle(cache=JsonCache(_session_root(tmp_path_factory, worker_id) / "e2-oracle-cache" / "scanner.sqlite"))
 
 
 @pytest.fixture()
