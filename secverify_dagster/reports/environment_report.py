@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from secverify_dagster.reports.ablations import ablation_report_lines
+from secverify_dagster.reports.answers import answer_lines, checkpoint_lines, collapse_lines
 from secverify_dagster.reports.html import render_html
 from secverify_dagster.reports.operations import operations
 from secverify_dagster.reports.regression_gate import MAX_RELATIVE_DROP, GateVerdict, UnjudgeableRunError, compare_runs
@@ -34,9 +35,7 @@ from secverify_dagster.reports.scope import Period, ReportScope, report_scope
 from secverify_dagster.reports.trajectories import report_trajectory_lines
 from secverify_dagster.reports.views import robustness_lines, robustness_rows
 from secverify_dagster.runner.tournament import rounds_markdown
-from secverify_dagster.training.paths import TrainingPaths
-from secverify_dagster.training.promotion import checkpoint_rows
-from sv_shared.answers.collapse import COLLAPSE_EXCESS, COLLAPSE_SHARE, profile_line
+from sv_shared.answers.collapse import profile_line
 from sv_shared.answers.metrics import ITT_TAG, RATES_LEGEND, metric_value, with_rates
 from sv_shared.answers.plots import (
     plot_category_counts,
@@ -174,66 +173,6 @@ def lineage_comparisons(runs: Sequence[RunView], parents: Mapping[str, str], *, 
             result = paired_bootstrap(rewards, parent_rewards, seed=seed)
             rows.append({"checkpoint": run.model_id, "parent": parent, "n_paired": len(ids), **result.to_dict()})
     return rows
-
-
-def _collapse_lines(runs: Sequence[RunView]) -> list[str]:
-    """Right under the title: every model whose answers collapsed onto one label, in words nobody can miss."""
-    flagged = [run for run in runs if (run.metrics.get("answers") or {}).get("collapsed")]
-    return [f"**{run.model_id}: {run.metrics['answers']['collapse']}**" for run in flagged] + ([""] if flagged else [])
-
-
-def _answer_lines(runs: Sequence[RunView]) -> list[str]:
-    """Each model's answers against the split's labels: distribution, distinct answers, per-class recall, balanced
-    accuracy and agreement with the best constant strategy."""
-    profiled = [run for run in runs if (run.metrics.get("answers") or {}).get("n")]
-    if not profiled:
-        return []
-    lines = [
-        "",
-        "## Answers against the split",
-        "",
-        "| model | answers | split | distinct answers | distinct confidences | recall per class | balanced acc. "
-        "| agrees with best constant | collapsed |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for run in profiled:
-        p = run.metrics["answers"]
-        shares = ", ".join(f"{label} {share:.0%}" for label, share in p["answers"].items())
-        split = ", ".join(f"{label} {share:.0%}" for label, share in p["split"].items())
-        recall = ", ".join(f"{label} {value:.2f}" for label, value in p["recall"].items())
-        constant = p["best_constant"]
-        lines.append(
-            f"| {run.model_id} | {shares} | {split} | {p['distinct_answers']} | {_fmt(p['distinct_confidences'])} | "
-            f"{recall} | {_fmt(p['balanced_accuracy'])} | always {constant['answer']}: {constant['agreement']:.0%} | "
-            f"{'**yes**' if p['collapsed'] else 'no'} |"
-        )
-    lines += [
-        "",
-        "Best constant: the split's most common label on every item. Collapsed: one answer on at least "
-        f"{COLLAPSE_SHARE:.0%} of items, at least {COLLAPSE_EXCESS * 100:.0f} points above that label's share of the "
-        "split.",
-    ]
-    return lines
-
-
-def _checkpoint_lines(runs: Sequence[RunView], outputs_root: Path) -> list[str]:
-    """Which of the report's models are checkpoints, and whether each is promoted, unpromoted, collapsed or failed
-    its safety scan."""
-    shown = {run.model_id for run in runs}
-    rows = [row for row in checkpoint_rows(TrainingPaths(outputs_root)) if row["model_id"] in shown]
-    if not rows:
-        return []
-    return [
-        "",
-        "## Checkpoints: promotion",
-        "",
-        "| checkpoint | stage | parent | state | why |",
-        "|---|---|---|---|---|",
-        *(
-            f"| {row['model_id']} | {row['stage']} | {row['parent_model']} | {row['state']} | {row['promotion']} |"
-            for row in rows
-        ),
-    ]
 
 
 def _lineage_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -459,14 +398,14 @@ def build_report(
             title=f"{env.name}: reward",
         )
         plots.append(reward_plot)
-        lines += _collapse_lines(runs)
+        lines += collapse_lines(runs)
         lines += _results_lines(env, selection, reward_plot)
-        lines += _answer_lines(runs)
+        lines += answer_lines(runs)
         if scope.period is not None:
             lines += _delta_lines(scope.period.previous(), deltas, out_dir, plots, title=env.name)
         lines += _comparison_lines(comparisons)
         lines += _lineage_lines(lineage)
-        lines += _checkpoint_lines(runs, evals_root.parent)
+        lines += checkpoint_lines(runs, evals_root.parent)
         if dialogue:
             lines += _dialogue_section(runs, evals_root.parent / "tournaments", out_dir, plots)
         lines += _triage_lines(env, runs, triaged, out_dir, plots)

@@ -82,13 +82,17 @@ def answer_profile(
     }
 
 
+def shares_text(shares: dict[str, float]) -> str:
+    """ "Benign 94%, Malicious 6%": label shares as a reader reads them."""
+    return ", ".join(f"{label} {share:.0%}" for label, share in shares.items())
+
+
 def profile_line(profile: dict[str, Any]) -> str:
     """One line for summaries and notes: answers vs split, distinct answers, balanced accuracy and agreement with the
     best constant (the collapse flag, profile["collapse"], goes on a line of its own above it)."""
     if not profile.get("n"):
         return "answers: none scored"
-    shares = ", ".join(f"{label} {share:.0%}" for label, share in profile["answers"].items())
-    split = ", ".join(f"{label} {share:.0%}" for label, share in profile["split"].items())
+    shares, split = shares_text(profile["answers"]), shares_text(profile["split"])
     constant = profile["best_constant"]
     confidences = profile.get("distinct_confidences")
     return (
