@@ -254,14 +254,15 @@ def _restate_confidence(answer: str, confidence: float) -> str:
 
 def _balance_labels(
     candidates: list[_Candidate], dropped: Mapping[str, Counter[str]], seed: int
-) -> tuple[list[_Candidate], dict[str, Any]]:
-    """Every label down to the rarest label's count of examples, by a seeded per-example draw."""
+) -> tuple[list[_Candidate], dict[str, int]]:
+    """Every label down to the rarest label's count of examples, by a seeded per-example draw; and the count of each
+    label before."""
     by_label: dict[str, list[_Candidate]] = {}
     for candidate in candidates:
         by_label.setdefault(str(candidate.label), []).append(candidate)
     before = {label: len(group) for label, group in sorted(by_label.items())}
     if len(by_label) < 2:
-        return candidates, {"before": before, "kept": before}
+        return candidates, before
     quota = min(before.values())
     kept: list[_Candidate] = []
     for group in by_label.values():
@@ -269,7 +270,7 @@ def _balance_labels(
         kept += ranked[:quota]
         for candidate in ranked[quota:]:
             dropped[_source_kind(candidate.source)]["label_balance"] += 1
-    return kept, {"before": before, "kept": {label: quota for label in before}}
+    return kept, before
 
 
 def build_sft_dataset(
@@ -315,13 +316,13 @@ def build_sft_dataset(
         else:
             usable.append(record)
     labels = label_targets if label_targets is not None and env.verifier.answers_are_labels else None
-    label_counts: dict[str, Any] | None = None
+    labels_before: dict[str, int] | None = None
     if isinstance(env.verifier, CompletionVerifier):
         kind = "completion"
         confidence_from = labels.confidence_from if labels is not None else None
         candidates = _completion_candidates(env, by_id, usable, batch_examples, threshold, dropped, confidence_from)
         if labels is not None and labels.balance:
-            candidates, label_counts = _balance_labels(candidates, dropped, labels.seed)
+            candidates, labels_before = _balance_labels(candidates, dropped, labels.seed)
     elif isinstance(env.verifier, DialogueVerifier):
         kind = "dialogue"
         candidates = _dialogue_candidates(env, by_id, usable, dropped["teacher"])
@@ -384,9 +385,13 @@ def build_sft_dataset(
             {
                 "label_targets": {
                     "balanced": labels.balance,
-                    "labels": label_counts,
+                    # kept: counted on the final examples, after duplicates are dropped too
+                    "labels": {
+                        "before": labels_before,
+                        "kept": dict(sorted(Counter(_stated(examples, "label")).items())),
+                    },
                     "confidence_from": labels.confidence_source,
-                    "target_confidences": dict(sorted(Counter(_stated_confidences(examples)).items())),
+                    "target_confidences": dict(sorted(Counter(_stated(examples, "confidence")).items())),
                 }
             }
             if labels is not None
@@ -483,12 +488,12 @@ def _completion_candidates(
     return candidates
 
 
-def _stated_confidences(examples: Sequence[SftExample]) -> list[float]:
-    """The confidence each example's target states (where it is a JSON answer with one)."""
+def _stated(examples: Sequence[SftExample], field: str) -> list[Any]:
+    """What each example's target states under `field` (where it is a JSON answer with one)."""
     found = []
     for example in examples:
         try:
-            found.append(float(json.loads(example.target)["confidence"]))
+            found.append(json.loads(example.target)[field])
         except (ValueError, TypeError, KeyError):
             continue
     return found
