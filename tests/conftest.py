@@ -15,6 +15,7 @@ from xdist.scheduler import LoadScopeScheduling
 
 from sv_env_code_vulnerability.exploit_variants import CACHE_VARIABLE
 from sv_env_config_verification.oracle import Oracle
+from sv_shared.config import SCANNER_CACHE_VARIABLE
 from sv_shared.execution.cache import JsonCache
 
 SERVED_MODEL_FIXTURES = frozenset({"exported_smollm2", "served_smollm2"})
@@ -105,12 +106,23 @@ def shared_e3_variants(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
         yield path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_scanner_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Path]:
+    """One scanner-findings cache for the session (SECVERIFY_SCANNER_CACHE), both workers included: every module has
+    its own outputs folder, and E2's and E3's verifiers would otherwise run bandit, semgrep and the config scanners on
+    the same shipped files once per module. Entries are keyed by content, tool, tool version and ruleset, so a hit is
+    what a scan would find; a test that needs a cold cache builds its own."""
+    path = _session_root(tmp_path_factory, worker_id) / "scanner-cache" / "scanners.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SCANNER_CACHE_VARIABLE, str(path))
+        yield path
+
+
 @pytest.fixture(scope="session")
-def e2_full_oracle(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Oracle:
-    """E2's full default oracle (every scanner) with one scan cache for the whole session, both workers included:
-    the tests that label the shipped corpus again (its render check, the label check) scan the same files. The cache
-    is the oracle's own (keyed by content, tool, tool version and ruleset), so a hit is what a scan would find."""
-    return Oracle(cache=JsonCache(_session_root(tmp_path_factory, worker_id) / "e2-oracle-cache" / "scanner.sqlite"))
+def e2_full_oracle(shared_scanner_cache: Path) -> Oracle:
+    """E2's full default oracle (every scanner) on the session's scanner cache: the tests that label the shipped
+    corpus again (its render check, the label check) scan the same files as the E2 evals."""
+    return Oracle(cache=JsonCache(shared_scanner_cache))
 
 
 @pytest.fixture()

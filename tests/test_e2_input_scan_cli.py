@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from secverify_dagster.cli import scan as cli_scan
+from sv_shared.config import SCANNER_CACHE_VARIABLE
 
 MANIFEST = """\
 apiVersion: v1
@@ -44,6 +45,7 @@ def _scan(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dic
 @pytest.fixture
 def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path / "outputs"))
+    monkeypatch.delenv(SCANNER_CACHE_VARIABLE)  # the default place, cold: not the session's shared cache
     (tmp_path / "exported.yaml").write_text(MANIFEST, encoding="utf-8")
     (tmp_path / "iam.tf").write_text(TERRAFORM, encoding="utf-8")
     return [str(tmp_path / "exported.yaml"), str(tmp_path / "iam.tf")]

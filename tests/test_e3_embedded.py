@@ -12,6 +12,7 @@ import pytest
 from sv_env_code_vulnerability import data
 from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.scanners import CodeScanners
+from sv_shared.config import scanner_cache_path
 from sv_shared.contracts import Environment
 from sv_shared.data.errors import CorpusValidationError
 from sv_shared.execution.cache import JsonCache
@@ -30,8 +31,8 @@ def corpus() -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
-    cache = JsonCache(tmp_path_factory.mktemp("e3-embedded") / "scanners.sqlite")
+def env() -> Environment:
+    cache = JsonCache(scanner_cache_path())  # the session's shared scanner cache (conftest)
     return build(load_env_config("e3"), scanners=CodeScanners(cache=cache))
 
 

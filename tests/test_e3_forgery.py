@@ -25,6 +25,7 @@ from sv_env_code_vulnerability import data
 from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.verify import answer_json
+from sv_shared.config import scanner_cache_path
 from sv_shared.contracts import Environment
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.patching import apply_patch_to_files
@@ -425,10 +426,10 @@ def attack_completion(item: dict[str, Any], where: str, code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
+def env() -> Environment:
     config = load_env_config("e3")
     sandbox = config.sandbox.model_copy(update={"timeout_s": 8.0, "memory_mb": 256, "max_pids": 48, "workdir_mb": 32})
-    cache = JsonCache(tmp_path_factory.mktemp("e3-forgery") / "scanners.sqlite")
+    cache = JsonCache(scanner_cache_path())  # the session's shared scanner cache (conftest)
     return build(config.model_copy(update={"sandbox": sandbox}), scanners=CodeScanners(cache=cache))
 
 

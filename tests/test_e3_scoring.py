@@ -16,6 +16,7 @@ from sv_env_code_vulnerability import verify
 from sv_env_code_vulnerability.env import build
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_code_vulnerability.schema import hash_row, validate_items
+from sv_shared.config import scanner_cache_path
 from sv_shared.contracts import Environment
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.sandbox import SandboxUnavailable, sandbox_status
@@ -85,10 +86,10 @@ def expected(**components: float) -> float:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
+def env() -> Environment:
     config = load_env_config("e3")
     sandbox = config.sandbox.model_copy(update={"timeout_s": 4.0, "memory_mb": 256, "max_pids": 32})
-    cache = JsonCache(tmp_path_factory.mktemp("e3-cache") / "scanners.sqlite")
+    cache = JsonCache(scanner_cache_path())  # the session's shared scanner cache (conftest)
     return build(config.model_copy(update={"sandbox": sandbox}), scanners=CodeScanners(cache=cache))
 
 

@@ -42,7 +42,7 @@ from sv_env_config_verification.synth import dump_yaml, pod_spec_of
 from sv_env_config_verification.validity import check_config, new_problems, original_validity, validator_versions
 from sv_shared.answers.metrics import Outcome, binary_rates, mean_or_none, paired_rate_columns, reward_summary
 from sv_shared.answers.rewards import RewardWeights, failed_components
-from sv_shared.config import outputs_dir
+from sv_shared.config import scanner_cache_path
 from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.findings import SEVERITY_WEIGHTS, Finding
@@ -574,7 +574,7 @@ class ConfigVerifier(CompletionVerifier):
         if self._oracle is None:
             from sv_env_config_verification.oracle import Oracle  # scanners are heavy: load them only when used
 
-            cache = JsonCache(outputs_dir() / "cache" / "scanners.sqlite") if self.persistent_cache else None
+            cache = JsonCache(scanner_cache_path()) if self.persistent_cache else None
             self._oracle = Oracle(cache=cache)
         return self._oracle
 

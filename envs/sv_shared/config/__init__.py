@@ -1,6 +1,6 @@
 """Project paths and typed configs: every YAML under configs/ is read into a typed model, validated at load."""
 
-from sv_shared.config.paths import outputs_dir, project_root
+from sv_shared.config.paths import SCANNER_CACHE_VARIABLE, outputs_dir, project_root, scanner_cache_path
 from sv_shared.config.reading import ConfigError, read_config, read_yaml, validate_config
 from sv_shared.config.sections import (
     ChecksSettings,
@@ -18,6 +18,7 @@ from sv_shared.config.sections import (
 )
 
 __all__ = [
+    "SCANNER_CACHE_VARIABLE",
     "ChecksSettings",
     "ConfigError",
     "ConfigModel",
@@ -35,5 +36,6 @@ __all__ = [
     "project_root",
     "read_config",
     "read_yaml",
+    "scanner_cache_path",
     "validate_config",
 ]

@@ -21,3 +21,13 @@ def project_root() -> Path:
 def outputs_dir() -> Path:
     """Root of every artifact the project writes (git-ignored)."""
     return Path(os.environ.get("SECVERIFY_OUTPUTS", project_root() / "outputs"))
+
+
+SCANNER_CACHE_VARIABLE = "SECVERIFY_SCANNER_CACHE"
+
+
+def scanner_cache_path() -> Path:
+    """The scanners' findings cache: $SECVERIFY_SCANNER_CACHE, else outputs/cache/scanners.sqlite. Entries are keyed
+    by content, tool, tool version and ruleset, so several outputs folders (a CI job's, a test session's) may share
+    one file and a hit is what a scan would find."""
+    return Path(os.environ.get(SCANNER_CACHE_VARIABLE) or outputs_dir() / "cache" / "scanners.sqlite")
