@@ -112,3 +112,18 @@ def test_nesting_is_bounded_before_decoding() -> None:
     assert decode_json(fine)[1] is None
     assert decode_json("[" + fine + "]")[1] == FormatError.TOO_DEEP
     assert decode_json('["[[[[[[[[[[", "\\"[[["]', max_depth=2) == (["[[[[[[[[[[", '"[[['], None)
+
+
+@pytest.mark.parametrize("gap", ["\u200b", "\u00a0", "\u2028", "\u3000", "\ufeff", "\u202e", "\u200b\u00a0 \n"])
+def test_invisible_and_non_ascii_spaces_between_tokens_read_as_whitespace(gap: str) -> None:
+    """A reader sees the answer; json.loads alone would call it invalid, and E5 would then send the whole text."""
+    completion = "{" + gap + '"label":' + gap + '"Benign",' + gap + '"confidence":' + gap + "0.6" + gap + "}"
+    result = PARSER.parse(completion)
+    assert result.ok, result.error
+    assert result.output["label"] == "Benign" and result.output["confidence"] == 0.6
+
+
+def test_strings_keep_their_invisible_characters() -> None:
+    value, error = decode_json('{"message":\u200b"a\u200bb\u00a0c",\u200b"note": "\\"\u200b"}')
+    assert error is None and value == {"message": "a\u200bb\u00a0c", "note": '"\u200b'}
+    assert decode_json('{"x"\u200b: 1 x}')[1] == FormatError.INVALID_JSON  # other mistakes stay mistakes

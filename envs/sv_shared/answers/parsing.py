@@ -16,6 +16,11 @@ makes float() raise OverflowError, one of over 4300 digits makes json.loads rais
 `-0` in any spelling (-0, -0.0, -0e5, -1e-400) is `negative_zero`, a value that equals 0 yet keeps its sign (it
 prints as -0.0, and copysign, atan2 or numpy's 1/x tell it from 0). Each is refused while decoding, from the literal's
 text, so no environment ever holds such a value.
+
+JSON is read as a reader sees it: outside strings, format characters (zero-width spaces and joiners, bidi controls)
+and non-ASCII spaces are whitespace, so an answer laid out with them is the answer it shows, not invalid JSON, and a
+completion cannot hide its first object that way (E5 would otherwise send the whole text, wrapper and all, as the
+attack message). Strings keep every character they hold.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -191,6 +197,28 @@ class _AnswerRules:
         return 0.0
 
 
+_STRING_OR_NON_ASCII = re.compile(r'("(?:[^"\\]|\\.)*")|[^\x00-\x7f]+', re.DOTALL)
+
+
+def _reads_as_space(char: str) -> bool:
+    """A format character (zero-width space or joiner, bidi control, BOM, soft hyphen) or a non-ASCII space."""
+    return char.isspace() or unicodedata.category(char) == "Cf"
+
+
+def _outside_strings(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return match.group(1)
+    return "".join(" " if _reads_as_space(char) else char for char in match.group())
+
+
+def _as_read(text: str) -> str:
+    """The JSON a reader sees (module docstring): json.loads refuses format characters and non-ASCII spaces outside
+    strings, which a reader takes for whitespace."""
+    if text.isascii():
+        return text
+    return _STRING_OR_NON_ASCII.sub(_outside_strings, text)
+
+
 def _decode(text: str, max_depth: int) -> tuple[Any, FormatError | None, FormatError | None]:
     """(value, error, broken rule); the error is too deep or invalid JSON, the rule the first answer rule broken."""
     if _nesting_exceeds(text, max_depth):
@@ -198,7 +226,7 @@ def _decode(text: str, max_depth: int) -> tuple[Any, FormatError | None, FormatE
     rules = _AnswerRules()
     try:
         value = json.loads(
-            text,
+            _as_read(text),
             object_pairs_hook=rules.object_pairs,
             parse_int=rules.integer,
             parse_float=rules.real,
