@@ -21,7 +21,7 @@ from secverify.interop.verifiers.common import SecverifyChatHarness, SecverifyEn
 from secverify_dagster.resources.models import load_registry  # noqa: E402
 from secverify_dagster.runner.datasets import embedded_dataset  # noqa: E402
 from secverify_dagster.runner.eval_runner import EvalRunner  # noqa: E402
-from sv_shared.answers.rewards import RewardWeights  # noqa: E402
+from sv_shared.answers.rewards import RewardWeights, configured_reward  # noqa: E402
 from sv_shared.registry import ENV_NAMES, get_environment  # noqa: E402
 from sv_shared.runs.folder import RunFolder  # noqa: E402
 
@@ -67,10 +67,17 @@ def library_score(task: Any, completion: str) -> Any:
     return trace
 
 
+def components_of(env_id: str, trace: Any) -> dict[str, float]:
+    """The verifier components a library trace's rewards carry: a penalty's reward is its shortfall, 1 − component."""
+    penalties = configured_reward(get_environment(env_id).config).penalties
+    return {name: 1.0 - r.score if name in penalties else r.score for name, r in trace.rewards.items()}
+
+
 def assert_equal_verdicts(env_id: str, task: Any, completion: str, reward: float, components: dict[str, float]):
+    """The same reward, bit for bit, and the same components (a penalty's reward is its shortfall, 1 − component)."""
     trace = library_score(task, completion)
     assert trace.reward == reward, (env_id, task.data.id, completion[:80])
-    library_components = {name: r.score for name, r in trace.rewards.items()}
+    library_components = components_of(env_id, trace)
     if env_id == "e3":
         prefix = "detect_" if task.data.item["task"] == "detect" else ""
         library_components = {
@@ -117,14 +124,18 @@ def test_load_environment_takes_the_v0_style_keywords() -> None:
 
 @pytest.mark.parametrize("env_id", sorted(SEED_NAMES))
 def test_rewards_are_the_config_weights_normalized_in_config_order(env_id: str) -> None:
+    """Gains at their normalized weights, then penalties (E1's and E4's asymmetric cost) at their weights negated."""
     config = get_environment(env_id).config
     trace = library_score(tasks(env_id, 1)[0], "")
-    expected = RewardWeights(config.reward_weights.as_mapping()).normalized()
+    expected = {name: weight for name, weight, _ in configured_reward(config).terms()}
     if env_id == "e3":
-        detect = RewardWeights(config.detect_reward_weights.as_mapping()).normalized()
-        expected |= {f"detect_{name}": weight for name, weight in detect.items()}
+        detect = configured_reward(config, "detect_reward_weights").terms()
+        expected |= {f"detect_{name}": weight for name, weight, _ in detect}
     assert {name: r.weight for name, r in trace.rewards.items()} == expected
     assert list(trace.rewards) == list(expected)
+    if env_id in ("e1", "e4"):
+        assert expected["asymmetric_cost"] == -0.7 and list(expected)[-1] == "asymmetric_cost"
+        assert trace.rewards["asymmetric_cost"].score == 1.0  # an unparseable answer: the whole shortfall
 
 
 def test_reweighting_through_the_library_config_changes_the_reward_as_expected() -> None:
@@ -292,7 +303,7 @@ def test_tool_episodes_earn_equal_rewards_and_accounting_through_the_library_too
             system, user = ours.details["transcript"][:2]
             assert (task.data.system_prompt, task.data.prompt) == (system["content"], user["content"])
             assert trace.reward == ours.reward
-            assert {name: r.score for name, r in trace.rewards.items()} == ours.components
+            assert components_of(env_id, trace) == ours.components
             tools = ours.details["tools"]
             assert trace.metrics["tool_calls"] == tools["tool_calls"]
             assert trace.metrics["turns"] == len(replies)

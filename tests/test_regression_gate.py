@@ -230,7 +230,7 @@ def test_a_run_scored_by_another_verifier_is_named_and_never_compared(tmp_path: 
     judgement = judge(tmp_path, current)
     assert judgement.previous is None and not judgement.verdict.regressed
     assert "no previous comparable run" in judgement.verdict.reason
-    assert "old-verifier, in verifier version 'e1-verifier-1' → 'e1-verifier-3'" in judgement.verdict.reason
+    assert "old-verifier, in verifier version 'e1-verifier-1' → 'e1-verifier-4'" in judgement.verdict.reason
     direct = compare_runs(current, older)
     assert direct.delta is None and not direct.regressed and direct.reason.startswith("not comparable")
     # A comparable run further back is found past the one that is not.

@@ -22,46 +22,47 @@ def answer(label: str, confidence: float) -> str:
 
 
 def test_configured_weights_and_costs_are_the_documented_ones() -> None:
-    assert dict(TASK.weights.weights) == {"accuracy": 0.45, "calibration": 0.2, "asymmetric_cost": 0.25, "format": 0.1}
+    assert dict(TASK.weights.weights) == {"accuracy": 0.7, "calibration": 0.2, "format": 0.1, "asymmetric_cost": 0.7}
+    assert TASK.weights.penalties == {"asymmetric_cost"}
     assert TASK.costs == CostTable(miss=1.0, false_alarm=0.3, abstain=0.15)
 
 
 @pytest.mark.parametrize(
     ("truth", "completion", "reward", "components"),
     [
-        # true positive, confidence 0.9: .45 + .2*.9 + .25 + .1
+        # true positive, confidence 0.9: .7 + .2*.99 + .1, no cost
         (
             "Malicious",
             answer("Malicious", 0.9),
             0.998,
             {"accuracy": 1.0, "calibration": 0.99, "asymmetric_cost": 1.0, "format": 1.0},
         ),
-        # missed attack, confidence 0.8: calibration 1 - .8², worst cost
+        # missed attack, confidence 0.8: calibration 1 - .8², format, less the whole cost penalty .7
         (
             "Malicious",
             answer("Benign", 0.8),
-            0.172,
+            -0.528,
             {"accuracy": 0.0, "calibration": 0.36, "asymmetric_cost": 0.0, "format": 1.0},
         ),
-        # false alarm, confidence 0.6: calibration 1 - .6², cost 1 - .3
+        # false alarm, confidence 0.6: calibration 1 - .6², format, less .7 * .3
         (
             "Benign",
             answer("Malicious", 0.6),
-            0.403,
+            0.018,
             {"accuracy": 0.0, "calibration": 0.64, "asymmetric_cost": 0.7, "format": 1.0},
         ),
-        # abstention: no accuracy, no calibration credit, cost 1 - .15
+        # abstention: no accuracy, no calibration credit, format, less .7 * .15
         (
             "Malicious",
             answer("Abstain", 0.9),
-            0.3125,
+            -0.005,
             {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.85, "format": 1.0},
         ),
-        # unparseable: everything zero
+        # unparseable: every component zero, so the whole penalty: the least reward of all
         (
             "Benign",
             "benign, I think",
-            0.0,
+            -0.7,
             {"accuracy": 0.0, "calibration": 0.0, "asymmetric_cost": 0.0, "format": 0.0},
         ),
     ],
@@ -116,8 +117,8 @@ def test_a_perfect_answer_earns_exactly_one_whatever_the_weights_sum_to_in_float
     weights = RewardWeights({"detection": 0.6, "patch": 0.3, "format": 0.1})
     assert sum(weights.normalized().values()) == 1.0
     assert weights.combine({"detection": 1.0, "patch": 1.0, "format": 1.0}) == 1.0
-    exact = RewardWeights(dict(TASK.weights.weights))
-    assert exact.normalized() == dict(TASK.weights.weights)  # weights summing to 1.0 are their own shares
+    exact = RewardWeights({"accuracy": 0.5, "calibration": 0.25, "format": 0.25})
+    assert exact.normalized() == dict(exact.weights)  # weights summing to exactly 1.0 are their own shares
     with pytest.raises(ValueError, match="too far apart"):
         RewardWeights({"detection": 0.6, "patch": 0.3, "format": 0.1, "style": 1e-17})
 
@@ -141,4 +142,39 @@ def test_rewards_stay_in_the_unit_interval_and_equal_a_rubric_sum(weights: list[
     rubric = 0.0
     for name, share in shares.items():
         rubric += components[name] * share
+    assert reward == rubric
+
+
+def test_a_penalty_takes_its_shortfall_away_and_the_floor_is_every_penalty_whole() -> None:
+    weights = RewardWeights({"accuracy": 0.7, "calibration": 0.2, "format": 0.1, "cost": 0.7}, frozenset({"cost"}))
+    assert weights.gains == {"accuracy": 0.7, "calibration": 0.2, "format": 0.1}
+    assert weights.combine({"accuracy": 1.0, "calibration": 1.0, "format": 1.0, "cost": 1.0}) == 1.0
+    assert weights.combine({"accuracy": 0.0, "calibration": 0.0, "format": 0.0, "cost": 0.0}) == weights.floor == -0.7
+    assert weights.combine({"accuracy": 1.0, "calibration": 1.0, "format": 1.0, "cost": 0.5}) == pytest.approx(0.65)
+    with pytest.raises(ValueError, match="not reward components"):
+        RewardWeights({"accuracy": 1.0}, frozenset({"cost"}))
+    with pytest.raises(ValueError, match="gain weights must not all be zero"):
+        RewardWeights({"accuracy": 0.0, "cost": 1.0}, frozenset({"cost"}))
+
+
+@given(
+    weights=st.lists(st.just(0.0) | st.floats(min_value=1e-6, max_value=1e6), min_size=2, max_size=8).filter(
+        lambda values: sum(values[:-1]) > 0
+    ),
+    penalty=st.floats(min_value=0.0, max_value=2.0),
+    data=st.data(),
+)
+def test_rewards_with_a_penalty_equal_a_rubric_sum_of_their_terms(
+    weights: list[float], penalty: float, data: st.DataObject
+) -> None:
+    """Σ weight·term over `terms()`, a penalty's term being 1 − component: what a weighted rubric computes, bit for bit;
+    the reward stays within [floor, 1]."""
+    named = {f"c{index}": weight for index, weight in enumerate(weights[:-1])} | {"cost": penalty}
+    reward_weights = RewardWeights(named, frozenset({"cost"}))
+    components = {name: data.draw(st.floats(min_value=0.0, max_value=1.0)) for name in named}
+    reward = reward_weights.combine(components)
+    assert reward_weights.floor <= reward <= 1.0
+    rubric = 0.0
+    for name, weight, is_penalty in reward_weights.terms():
+        rubric += weight * (1.0 - components[name] if is_penalty else components[name])
     assert reward == rubric

@@ -41,7 +41,7 @@ from sv_env_config_verification.schema import CANONICAL, findings_from_json, par
 from sv_env_config_verification.synth import dump_yaml, pod_spec_of
 from sv_env_config_verification.validity import check_config, new_problems, original_validity, validator_versions
 from sv_shared.answers.metrics import Outcome, binary_rates, mean_or_none, paired_rate_columns, reward_summary
-from sv_shared.answers.rewards import RewardWeights, failed_components
+from sv_shared.answers.rewards import RewardWeights, configured_reward, failed_components
 from sv_shared.config import scanner_cache_path
 from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
 from sv_shared.execution.cache import JsonCache
@@ -66,7 +66,7 @@ class VerifierSettings:
     @classmethod
     def from_config(cls, config: Config) -> VerifierSettings:
         return cls(
-            weights=RewardWeights(config.reward_weights.as_mapping()),
+            weights=configured_reward(config),
             introduced_penalty=config.patch.introduced_penalty,
         )
 

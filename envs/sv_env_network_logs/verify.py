@@ -10,7 +10,7 @@ from sv_env_network_logs.config import Config
 from sv_shared.answers.classification import ABSTAIN, DETECTION_REPORT_COLUMNS, DetectionTask
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.parsing import JsonClassificationParser
-from sv_shared.answers.rewards import RewardWeights
+from sv_shared.answers.rewards import configured_reward
 from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
 
 ANSWER_LABELS = ("Benign", "Malicious", ABSTAIN)
@@ -39,14 +39,15 @@ def detection_task(config: Config) -> DetectionTask:
         positive_label="Malicious",
         negative_label="Benign",
         costs=CostTable(**config.costs.as_dict()),
-        weights=RewardWeights(config.reward_weights.as_mapping()),
+        weights=configured_reward(config),
     )
 
 
 class NetworkLogsVerifier(CompletionVerifier):
-    """Accuracy, calibration, asymmetric cost and format of a {"label", "confidence", "rationale"} answer."""
+    """Accuracy, calibration and format of a {"label", "confidence", "rationale"} answer, less the asymmetric cost of
+    its error (a penalty: configs/envs/e1.yaml's reward_penalties)."""
 
-    version = "e1-verifier-3"
+    version = "e1-verifier-4"
     answers_are_labels = True
     reference_confidence: float = REFERENCE_CONFIDENCE
 

@@ -1,6 +1,7 @@
 """E4 verifier: parse the evidence-carrying answer, score it against the label and the detectors, aggregate a run.
 
-Reward components (each in [0, 1]; the reward is their weighted mean, weights in configs/envs/e4.yaml):
+Reward components (each in [0, 1]; the reward is the weighted mean of the gains minus the asymmetric-cost penalty,
+weight × (1 − component): sv_shared.answers.rewards.RewardWeights, weights in configs/envs/e4.yaml):
 
 - accuracy, calibration, format: the shared detection components (sv_shared.answers.classification.DetectionTask).
 - asymmetric_cost: 1 − cost / cost of a miss. A missed phish costs most, a false alarm less. An abstention costs
@@ -16,7 +17,7 @@ Reward components (each in [0, 1]; the reward is their weighted mean, weights in
 
 An empty evidence list scores 1 on all three where the detectors found nothing (a clean email, rightly left
 uncited) and 0 on all three where they found something: saying nothing must never beat partly right evidence.
-A completion that fails to parse scores 0 on every component.
+A completion that fails to parse scores 0 on every component, so it earns the least reward of all (−0.7).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from sv_shared.answers.classification import ABSTAIN, DETECTION_REPORT_COLUMNS, 
 from sv_shared.answers.costs import CostTable
 from sv_shared.answers.metrics import mean_or_none
 from sv_shared.answers.parsing import JsonClassificationParser, extract_json_object, parse_confidence
-from sv_shared.answers.rewards import RewardWeights, reward_asymmetric_cost
+from sv_shared.answers.rewards import RewardWeights, configured_reward, reward_asymmetric_cost
 from sv_shared.contracts import CompletionVerifier, Item, ParseResult, ScoredSample
 
 ID_COLUMN = "email_id"
@@ -187,7 +188,7 @@ def phishing_task(config: Config) -> PhishingTask:
             positive_label="Phishing",
             negative_label="Legitimate",
             costs=CostTable(**config.costs.as_dict()),
-            weights=RewardWeights(config.reward_weights.as_mapping()),
+            weights=configured_reward(config),
         ),
         mixed_band=(low, high),
     )
@@ -292,7 +293,7 @@ class PhishingVerifier(CompletionVerifier):
     """The components above for a {"label", "confidence", "evidence"} answer, against the label and the detectors'
     analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
 
-    version = "e4-verifier-4"
+    version = "e4-verifier-5"
     answers_are_labels = True
     reference_confidence: float = REFERENCE_CONFIDENCE
 

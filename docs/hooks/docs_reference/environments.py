@@ -41,10 +41,18 @@ def default_models(env: Any) -> list[str]:
     return list(env.config.eval.default_models or constant("DEFAULT_RUN_MODELS"))
 
 
-def _weights_table(weights: dict[str, float], comments: dict[str, str], section: str) -> str:
-    total = sum(weights.values())
+def _weights_table(
+    weights: dict[str, float], comments: dict[str, str], section: str, penalties: frozenset[str] = frozenset()
+) -> str:
+    """Each component, its weight and its share of the gains (a penalty's row says so instead)."""
+    total = sum(weight for name, weight in weights.items() if name not in penalties)
     rows = [
-        [code(name), f"{weight:g}", f"{weight / total:.0%}", escape(comments.get(f"{section}.{name}", ""))]
+        [
+            code(name),
+            f"{weight:g}",
+            "penalty" if name in penalties else f"{weight / total:.0%}",
+            escape(comments.get(f"{section}.{name}", "")),
+        ]
         for name, weight in weights.items()
     ]
     return table(["component", "weight", "share", "meaning"], rows)
@@ -116,8 +124,19 @@ def render_environment(env_id: str) -> str:
     out.append("## Reward")
     weights = getattr(config, "reward_weights", None)
     if weights is not None:
-        out.append("Reward = weighted mean of the components (each in [0, 1]), `reward_weights`:")
-        out.append(_weights_table(weights.as_mapping(), comments, "reward_weights"))
+        from sv_shared.answers.rewards import configured_reward
+
+        reward = configured_reward(config)
+        if reward.penalties:
+            out.append(
+                "Reward = weighted mean of the gain components (each in [0, 1]) minus, for each penalty ("
+                + ", ".join(code(name) for name in sorted(reward.penalties))
+                + "), its weight × (1 − component): a right, calibrated answer earns 1, a completion that does not"
+                f" parse {reward.floor:g}. `reward_weights` and `reward_penalties`:"
+            )
+        else:
+            out.append("Reward = weighted mean of the components (each in [0, 1]), `reward_weights`:")
+        out.append(_weights_table(weights.as_mapping(), comments, "reward_weights", reward.penalties))
     detect = getattr(config, "detect_reward_weights", None)
     if detect is not None:
         out.append("Detect-only items (corpora without tests), `detect_reward_weights`:")

@@ -168,7 +168,9 @@ def plot_reward_by_model(rewards: Mapping[str, Mapping[str, float]], path: Path,
         )
     else:
         _no_data(axes)
-    axes.set_xlim(-0.02, 1.02)
+    # Rewards are at most 1; E1's and E4's go below 0 (their cost penalty), so the axis starts at the lowest interval.
+    lowest = min((float(rewards[model]["ci_low"]) for model in rewards), default=0.0)
+    axes.set_xlim(min(0.0, lowest) - 0.02, 1.02)
     axes.set_xlabel("mean reward (95% bootstrap CI)")
     axes.set_title(title)
     axes.grid(True, axis="x", alpha=0.3)

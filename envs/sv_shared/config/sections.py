@@ -118,3 +118,15 @@ class EnvConfig(ConfigModel):
     data: DataSettings
     synthetic: SyntheticSettings
     checks: ChecksSettings
+    reward_penalties: list[str] = Field(default_factory=list)
+    """Reward components that are penalties: each subtracts weight × (1 − component) from the weighted mean of the
+    others (sv_shared.answers.rewards.RewardWeights)."""
+
+    @model_validator(mode="after")
+    def _penalties_are_components(self) -> EnvConfig:
+        weights = getattr(self, "reward_weights", None)
+        known = set(weights.as_mapping()) if isinstance(weights, RewardWeightSettings) else set()
+        unknown = sorted(set(self.reward_penalties) - known)
+        if unknown:
+            raise ValueError(f"reward_penalties {unknown} are not components of reward_weights ({sorted(known)})")
+        return self

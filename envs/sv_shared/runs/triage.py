@@ -39,7 +39,8 @@ CATEGORIES: Final[tuple[Category, ...]] = ("safety", "tool_misuse", "truncation"
 """In the order they are checked (the first that applies is a sample's category)."""
 
 LOW_REWARD: Final = 0.5
-"""Rewards lie in [0, 1]; a well-formed answer earning less than half the best reward counts as a reasoning failure."""
+"""Rewards are at most 1 (E1 and E4 go below 0 for costly errors); a well-formed answer earning less than half the best
+reward counts as a reasoning failure."""
 
 COLORS: Final[dict[Category, str]] = {
     "safety": "tab:red",

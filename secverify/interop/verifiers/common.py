@@ -25,7 +25,7 @@ from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.types import content_text
 
 from secverify.interop.items import EMBEDDED, env_id_for, eval_slice
-from sv_shared.answers.rewards import RewardWeights
+from sv_shared.answers.rewards import RewardWeights, configured_reward, term_value
 from sv_shared.contracts import Environment, Item, Message, ScoredSample
 from sv_shared.registry import ENV_NAMES, get_environment
 
@@ -148,33 +148,38 @@ class SecverifyTask(vf.Task[SecverifyTaskData, vf.State, SecverifyTaskConfig]):
         return {"secverify_reward": verdict["reward"], "format_error": 1.0 if verdict["error"] else 0.0}
 
 
-def _component_reward(name: str, component: str, weight_set: WeightSet) -> Callable[..., Any]:
+def _component_reward(name: str, component: str, penalty: bool, weight_set: WeightSet) -> Callable[..., Any]:
     async def reward(self: SecverifyTask, trace: vf.Trace) -> float:
         if weight_set.applies is not None and not weight_set.applies(self.data.item):
             return 0.0
-        return float((await self.verdict(trace))["components"][component])
+        return term_value(float((await self.verdict(trace))["components"][component]), penalty)
 
     reward.__name__ = reward.__qualname__ = name
-    reward.__doc__ = f"Our verifier's {component!r} component."
+    reward.__doc__ = (
+        f"1 − our verifier's {component!r} component (a penalty, at a negative weight)."
+        if penalty
+        else f"Our verifier's {component!r} component."
+    )
     return reward
 
 
 def component_task(env_id: str, weight_sets: list[WeightSet], base: type[SecverifyTask] = SecverifyTask) -> type:
-    """A Task class whose rubric is the verifier's components: one `@vf.reward` each, weighted by the normalized
-    config weight, recorded in config order (descending priority), so Σ score·weight is `RewardWeights.combine`."""
+    """A Task class whose rubric is the verifier's reward terms (RewardWeights.terms): one `@vf.reward` each, a gain
+    weighted by its normalized config weight, a penalty giving 1 − component at its negated weight, recorded in that
+    order (descending priority), so Σ score·weight is `RewardWeights.combine`."""
     namespace: dict[str, Any] = {"ENV_ID": env_id, "__module__": base.__module__}
-    names = [(ws, ws.prefix + c, c, w) for ws in weight_sets for c, w in ws.weights.normalized().items()]
-    if len({name for _, name, _, _ in names}) != len(names):
+    names = [(ws, ws.prefix + c, c, w, p) for ws in weight_sets for c, w, p in ws.weights.terms()]
+    if len({name for _, name, _, _, _ in names}) != len(names):
         raise ValueError(f"{env_id}: reward names repeat across weight sets; give the sets distinct prefixes")
-    for rank, (weight_set, name, component, weight) in enumerate(names):
-        fn = _component_reward(name, component, weight_set)
+    for rank, (weight_set, name, component, weight, penalty) in enumerate(names):
+        fn = _component_reward(name, component, penalty, weight_set)
         namespace[name] = vf.reward(fn, weight=weight, priority=len(names) - rank)
     return type(f"{ENV_NAMES[env_id].title().replace('-', '')}Rubric", (base,), namespace)
 
 
 def config_weights(env: Environment) -> WeightSet:
     """The environment's configured `reward_weights` (configs/envs/<env>.yaml), scoring every item."""
-    return WeightSet(RewardWeights(env.config.reward_weights.as_mapping()))
+    return WeightSet(configured_reward(env.config))
 
 
 class SecverifyTaskset(vf.Taskset):
