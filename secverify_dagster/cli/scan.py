@@ -1,8 +1,8 @@
 """`secverify scan`: every scanner's normalized findings on config files, as JSON (the E2 oracle's front door).
 
 The scan uses E2's own oracle, the one evals use, with its persistent scanner cache (outputs/cache/scanners.sqlite,
-or the file $SECVERIFY_SCANNER_CACHE names; keyed by content, tool version and ruleset), so a file already scanned by an eval or an earlier scan is a lookup;
-`--no-cache` scans everything afresh and stores nothing.
+or the file $SECVERIFY_SCANNER_CACHE names; keyed by content, tool version and ruleset), so a file already scanned by
+an eval or an earlier scan is a lookup; `--no-cache` scans everything afresh and stores nothing.
 """
 
 from __future__ import annotations
