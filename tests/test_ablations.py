@@ -208,7 +208,11 @@ def test_no_calibration_reweights_e1_rewards_as_its_weights_say(
     for record in rescored:
         components = stored[record.id].components
         assert record.components == components
-        expected = sum(weights[name] * components[name] for name in weights) / sum(weights.values())
+        penalties = folder.read_metadata().config["reward_penalties"]
+        gains = {name: weight for name, weight in weights.items() if name not in penalties}
+        expected = sum(gains[name] * components[name] for name in gains) / sum(gains.values()) - sum(
+            weights[name] * (1.0 - components[name]) for name in penalties
+        )
         assert record.reward == pytest.approx(expected, abs=1e-12)
     # The heuristic is never perfectly calibrated: dropping the bonus moves some reward.
     assert any(record.reward != stored[record.id].reward for record in rescored)

@@ -2,8 +2,8 @@
 
 Whatever a policy writes (any Unicode, lone surrogates and control characters included, NaN and infinities, huge,
 deeply nested, repeated keys, answer-shaped JSON with wrong types), a parser returns a ParseResult and a scorer a
-ScoredSample: no exception escapes, every failure is named from the documented set, and every reward and
-component lies in [0, 1]. E3's scorer runs a sandbox per answer, so it gets a handful of hostile diffs, not a search.
+ScoredSample: no exception escapes, every failure is named from the documented set, every component lies in [0, 1]
+and every reward in [floor, 1] (0, or E1's and E4's -0.7). E3's scorer runs a sandbox per answer, so it gets a handful of hostile diffs, not a search.
 """
 
 from __future__ import annotations
@@ -356,12 +356,15 @@ def in_unit_interval(value: float) -> bool:
     return isinstance(value, float | int) and math.isfinite(value) and 0.0 <= value <= 1.0
 
 
-def check_sample(sample: ScoredSample, parsed: ParseResult, documented: frozenset[str]) -> None:
+def check_sample(
+    sample: ScoredSample, parsed: ParseResult, documented: frozenset[str], floor: float = 0.0
+) -> None:
+    """Components in [0, 1], the reward in [floor, 1] (E1's and E4's floor is -0.7), a failure earning the floor."""
     assert isinstance(sample, ScoredSample)
-    assert in_unit_interval(sample.reward), sample.reward
+    assert math.isfinite(sample.reward) and floor <= sample.reward <= 1.0, sample.reward
     assert all(in_unit_interval(value) for value in sample.components.values()), sample.components
     if not parsed.ok:
-        assert sample.reward == 0.0 and sample.error == parsed.error and sample.parsed is None
+        assert sample.reward == floor and sample.error == parsed.error and sample.parsed is None
     if sample.error is not None:
         assert sample.error in documented, f"undocumented score error {sample.error!r}"
     json.dumps(sample.to_record())  # what results.jsonl gets: plain JSON, however hostile the answer
@@ -407,7 +410,9 @@ def test_detection_scores_are_in_range_and_failures_named(env_id: str) -> None:
     @SCORING
     @given(st.sampled_from(items(env_id)), completions(ANSWERS[env_id]))
     def run(item: dict[str, Any], completion: str) -> None:
-        check_sample(verifier.score(item, completion), verifier.parse(completion), SCORE_ERRORS[env_id])
+        check_sample(
+            verifier.score(item, completion), verifier.parse(completion), SCORE_ERRORS[env_id], verifier.reward_floor
+        )
 
     run()
 

@@ -33,7 +33,9 @@ def test_registered_with_its_config() -> None:
     assert isinstance(ENV.verifier, PhishingVerifier) and isinstance(ENV.episodes, PhishingEpisodes)
     assert (ENV.env_id, ENV.name, ENV.data.id_column) == ("e4", "sv-env-phishing-detection", "email_id")
     assert ENV.data.sources() == ["embedded", "zefang", "enron", "apwg"]
-    assert sum(ENV.config.reward_weights.as_mapping().values()) == pytest.approx(1.0)
+    weights = ENV.config.reward_weights.as_mapping()
+    assert ENV.config.reward_penalties == ["asymmetric_cost"] and weights["asymmetric_cost"] == 0.7
+    assert sum(weight for name, weight in weights.items() if name != "asymmetric_cost") == pytest.approx(1.0)
     with pytest.raises(FileNotFoundError, match=r"data\.enron\.path"):
         ENV.data.load_source("enron")
     with pytest.raises(KeyError, match="unknown E4 corpus"):

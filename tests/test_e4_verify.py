@@ -95,7 +95,7 @@ def test_parse_accepts_fences_loose_types_and_missing_evidence() -> None:
 
 def test_worked_example_reward() -> None:
     """Phishing at 0.9 with four entries: one supported look-alike, one supported urgency, one invented quote and
-    one real quote under the wrong type. 0.3·1 + 0.15·0.9 + 0.2·1 + 0.05·1 + 0.1·(2/4) + 0.1·(2/5) + 0.1·(3/4)."""
+    one real quote under the wrong type. 0.45·1 + 0.15·0.99 + 0.05·1 + 0.1·(2/4) + 0.15·(2/5) + 0.1·(3/4), no cost."""
     assert analyze(PHISH).suspicion == pytest.approx(0.92265)
     completion = answer(
         "Phishing",
@@ -115,7 +115,7 @@ def test_worked_example_reward() -> None:
         "evidence_recall": 0.4,
         "grounding": 0.75,
     }
-    assert scored.reward == pytest.approx(0.8635)
+    assert scored.reward == pytest.approx(0.8335)
     assert scored.details["covered"] == ["lookalike_domain", "urgency"]
     assert not scored.details["mixed"]
 
@@ -133,12 +133,13 @@ def test_duplicate_entries_cost_precision() -> None:
 
 
 def test_missed_phish_without_evidence() -> None:
-    """A miss costs everything on asymmetric cost; saying nothing about a phish earns no evidence credit."""
+    """A miss costs everything on asymmetric cost (the whole 0.7 penalty); saying nothing about a phish earns no
+    evidence credit."""
     scored = ENV.verifier.score(item(PHISH, "Phishing"), answer("Legitimate", 0.8))
     assert scored.components["asymmetric_cost"] == 0.0
     assert scored.components["calibration"] == pytest.approx(0.36)
     assert (scored.components["evidence_precision"], scored.components["evidence_recall"]) == (0.0, 0.0)
-    assert scored.reward == pytest.approx(0.15 * 0.36 + 0.05)
+    assert scored.reward == pytest.approx(0.15 * 0.36 + 0.05 - 0.7)
 
 
 def test_false_alarm_costs_less_than_a_miss() -> None:
@@ -158,8 +159,8 @@ def test_abstaining_pays_only_on_mixed_evidence() -> None:
     assert mixed.details["mixed"]
     assert mixed.components["asymmetric_cost"] == pytest.approx(0.85)
     assert mixed.components["calibration"] == 0.0 and mixed.components["accuracy"] == 0.0
-    # 0.2·0.85 + 0.05·1 + 0.1·1 + 0.1·(1/2) + 0.1·1
-    assert mixed.reward == pytest.approx(0.47)
+    # 0.05·1 + 0.1·1 + 0.15·(1/2) + 0.1·1, less 0.7·0.15
+    assert mixed.reward == pytest.approx(0.22)
     clear_phish = ENV.verifier.score(item(PHISH, "Phishing"), answer("Abstain", 0.5))
     assert clear_phish.components["asymmetric_cost"] == 0.0  # costed as the miss it avoided
     clear_legit = ENV.verifier.score(item(CLEAN, "Legitimate"), answer("Abstain", 0.5))
@@ -167,9 +168,9 @@ def test_abstaining_pays_only_on_mixed_evidence() -> None:
     assert clear_legit.reward < ENV.verifier.score(item(CLEAN, "Legitimate"), answer("Legitimate", 0.5)).reward
 
 
-def test_parse_failure_scores_zero_everywhere() -> None:
+def test_parse_failure_scores_zero_everywhere_and_earns_the_floor() -> None:
     scored = ENV.verifier.score(item(PHISH, "Phishing"), "I think this is phishing")
-    assert scored.reward == 0.0 and set(scored.components.values()) == {0.0}
+    assert scored.reward == ENV.verifier.reward_floor == -0.7 and set(scored.components.values()) == {0.0}
     assert scored.error == FormatError.NO_JSON
     assert set(scored.components) == set(ENV.config.reward_weights.as_mapping())
 

@@ -118,7 +118,7 @@ def test_baselines_answer_what_a_model_sees_and_score_in_range(env: Environment)
     for baseline in env.baselines.values():
         completions = [baseline(env.episodes.observation(item)) for item in items]
         for sample in env.verifier.score_many(items, completions):
-            assert isinstance(sample, ScoredSample) and 0.0 <= sample.reward <= 1.0
+            assert isinstance(sample, ScoredSample) and env.verifier.reward_floor <= sample.reward <= 1.0
 
 
 def test_no_completion_crashes_the_verifier(env: Environment) -> None:
@@ -126,7 +126,7 @@ def test_no_completion_crashes_the_verifier(env: Environment) -> None:
         pytest.skip("dialogue turns are parsed by parse_turn, tested below")
     item = _single_turn_items(env, 1)[0]
     samples = env.verifier.score_many([item] * len(HOSTILE_COMPLETIONS), HOSTILE_COMPLETIONS)
-    assert all(sample.reward == 0.0 and sample.error for sample in samples)
+    assert all(sample.reward == env.verifier.reward_floor and sample.error for sample in samples)
 
 
 def test_no_turn_crashes_a_dialogue_parser(env: Environment) -> None:

@@ -3,7 +3,7 @@
 Issue 25, item 4: a 400-digit confidence made `parse_confidence` raise OverflowError, so `verifier.score` raised, the
 training reward function lost its whole batch, and `secverify eval` gave the item up and left it out of the metrics
 (29 of 32 scored): a policy could drop the items it would fail from its own headline. Now every number that is not a
-plain finite value is refused while decoding, by name, with reward 0; and an item a run cannot score counts as a
+plain finite value is refused while decoding, by name, with a format failure's reward; and an item a run cannot score counts as a
 failure in its intent-to-treat metrics and is named in its summary.
 """
 
@@ -155,7 +155,8 @@ def _answers(env_id: str, literal: str) -> list[str]:
 
 
 @pytest.mark.parametrize("env_id", ["e1", "e2", "e4"])
-def test_scoring_an_extreme_number_gives_reward_0_and_its_name(env_id: str) -> None:
+def test_scoring_an_extreme_number_gives_the_format_failure_reward_and_its_name(env_id: str) -> None:
+    """The reward a format failure earns: 0, or E1's and E4's floor (-0.7, every cost penalty whole)."""
     if env_id == "e2":
         verifier: Any = e2_verifier()
         item = make_item(FakeOracle(), "kubernetes", "web.yaml", WEB)
@@ -164,7 +165,7 @@ def test_scoring_an_extreme_number_gives_reward_0_and_its_name(env_id: str) -> N
     for literal, rule in EXTREME.items():
         for answer in _answers(env_id, literal):
             sample = verifier.score(item, answer)
-            assert (sample.reward, sample.parsed, sample.error) == (0.0, None, rule), answer[:80]
+            assert (sample.reward, sample.parsed, sample.error) == (verifier.reward_floor, None, rule), answer[:80]
             assert set(sample.components.values()) <= {0.0}
             json.dumps(sample.to_record(), allow_nan=False)  # what results.jsonl gets
 
@@ -188,7 +189,7 @@ def test_e4_tool_arguments_with_extreme_numbers_are_refused_not_raised() -> None
 # --- the training reward function ---
 
 
-def test_the_training_reward_is_0_for_each_extreme_number_and_the_batch_survives() -> None:
+def test_the_training_reward_is_the_floor_for_each_extreme_number_and_the_batch_survives() -> None:
     from sv_shared.training.rewards import grpo_prompt_rows, grpo_reward_functions
 
     envs = {"e1": E1, "e4": get_environment("e4")}
@@ -202,7 +203,7 @@ def test_the_training_reward_is_0_for_each_extreme_number_and_the_batch_survives
             columns = {key: [row[key] for row in rows] for key in rows[0] if key != "prompt"}
             total = next(f for f in functions if f.__name__ == f"{env_id}/reward")
             rewards = total(prompts=[row["prompt"] for row in rows], completions=completions, **columns)
-            assert rewards[0] == 0.0 and rewards[1] == env.verifier.score(items[1], honest).reward
+            assert rewards[0] == env.verifier.reward_floor and rewards[1] == env.verifier.score(items[1], honest).reward
 
 
 # --- no item leaves the headline: `secverify eval` ---
@@ -278,7 +279,9 @@ def test_an_answer_that_crashes_the_scorer_counts_as_a_failure_and_is_named(tmp_
         assert why.given_up == (session == MAX_ITEM_ATTEMPTS)
     assert outcome.status == "complete" and outcome.given_up == (negative["flow_id"],)
     scored = RunFolder(outcome.run_dir).read_results()
-    assert metrics["reward"]["mean"] == pytest.approx(sum(record.reward for record in scored) / 10)
+    # The unscored item counts what saying nothing earns (E1's floor, -0.7), never more than a wrong answer.
+    unscored = E1.verifier.reward_floor
+    assert metrics["reward"]["mean"] == pytest.approx((sum(record.reward for record in scored) + unscored) / 10)
     # The summary on disk says the same, and names it.
     on_disk = RunFolder(outcome.run_dir).read_summary()
     assert on_disk == summary and [why.id for why in on_disk.unscored or []] == [negative["flow_id"]]
@@ -292,7 +295,7 @@ def test_extreme_numbers_from_a_model_are_scored_as_named_format_errors(tmp_path
     assert outcome.summary is not None and outcome.summary.unscored is None
     records = {record.id: record for record in RunFolder(outcome.run_dir).read_results()}
     for item, rule in zip(items, EXTREME.values(), strict=True):
-        assert (records[item["flow_id"]].reward, records[item["flow_id"]].error) == (0.0, rule)
+        assert (records[item["flow_id"]].reward, records[item["flow_id"]].error) == (E1.verifier.reward_floor, rule)
 
 
 def test_items_a_provider_left_unanswered_count_and_are_named_apart(tmp_path: Path, dataset) -> None:

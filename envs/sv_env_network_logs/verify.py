@@ -53,6 +53,7 @@ class NetworkLogsVerifier(CompletionVerifier):
 
     def __init__(self, config: Config) -> None:
         self.task = detection_task(config)
+        self.reward_floor = self.task.weights.floor
         self.bootstrap_seed = config.eval.seed
 
     def parse(self, completion: str) -> ParseResult:

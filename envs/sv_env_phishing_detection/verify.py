@@ -299,6 +299,7 @@ class PhishingVerifier(CompletionVerifier):
 
     def __init__(self, config: Config) -> None:
         self.task = phishing_task(config)
+        self.reward_floor = self.task.weights.floor
         self.bootstrap_seed = config.eval.seed
         self._analyses: OrderedDict[str, Analysis] = OrderedDict()  # raw_email -> analysis
 

@@ -1,10 +1,11 @@
 """The regression gate: has a model's core metric on an environment dropped against its previous comparable run?
 
 Core metric (CORE_METRIC): the mean reward over the items both runs drew, where a sample a run gave up (it failed
-MAX_ITEM_ATTEMPTS times and the runner completed the run without it) counts as reward 0. Rewards lie in [0, 1] and 0
-is what an answer the verifier cannot parse earns, so failing on an item never scores better than answering it
-wrongly: a model that stops answering its hard items cannot raise its mean, and an item scored before but given up
-now counts fully against it. Each item's two rewards are paired, so per-item difficulty cancels.
+MAX_ITEM_ATTEMPTS times and the runner completed the run without it) counts as the least reward any answer earns (0,
+or minus the penalty weights where the environment has penalties: E1 and E4, -0.7), what an answer the verifier
+cannot parse earns, so failing on an item never scores better than answering it wrongly: a model that stops
+answering its hard items cannot raise its mean, and an item scored before but given up now counts fully against it.
+Each item's two rewards are paired, so per-item difficulty cancels.
 
 Comparable: the previous run is the most recent complete run of the same model on the same environment, started
 before the judged one, that agrees on everything that decides what a reward means:
@@ -34,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sv_shared.answers.rewards import reward_floor
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.config import EnvConfig
 from sv_shared.registry import ENV_NAMES, EnvironmentNotAvailable, implemented_env_ids
@@ -50,15 +52,15 @@ p of 2/2^5 = 0.0625, while the bootstrap CI collapses to a point when all differ
 certain. Such runs are reported as not judged."""
 
 CORE_METRIC = "reward_mean"
-"""The name the core metric is shown under: mean reward over the shared items, a given-up sample counting 0."""
+"""The name the core metric is shown under: mean reward over the shared items, a given-up sample counting the floor."""
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 10_000
 
-SHARED_CONFIG_SECTIONS = frozenset(EnvConfig.model_fields)
-"""Config sections every environment has; none of them changes how an answer is scored (generation settings belong
-to the model under test, the eval, data, synthetic and checks sections choose items or data, which the dataset hash
-and seed cover)."""
+SHARED_CONFIG_SECTIONS = frozenset(EnvConfig.model_fields) - {"reward_penalties"}
+"""Config sections every environment has that do not change how an answer is scored (generation settings belong to
+the model under test, the eval, data, synthetic and checks sections choose items or data, which the dataset hash and
+seed cover); reward_penalties, which every environment may set, does."""
 
 
 class UnjudgeableRunError(ValueError):
@@ -106,14 +108,16 @@ class _Scores:
     rewards: dict[str, float]
     given_up: frozenset[str]
     tool_episodes: bool
+    floor: float = 0.0
+    """The least reward any answer earns under the run's config (sv_shared.answers.rewards.reward_floor)."""
 
     @property
     def items(self) -> frozenset[str]:
         return frozenset(self.rewards) | self.given_up
 
     def reward(self, item_id: str) -> float:
-        """The item's reward; a given-up item's is 0, the least any answer earns."""
-        return self.rewards.get(item_id, 0.0)
+        """The item's reward; a given-up item's is the floor, the least any answer earns."""
+        return self.rewards.get(item_id, self.floor)
 
     def mean(self) -> float | None:
         return sum(self.reward(item) for item in self.items) / len(self.items) if self.items else None
@@ -140,7 +144,7 @@ def _scores(run: FinishedRun) -> _Scores:
             f"{run.run_dir}: its metadata says {run.metadata.n_items} items, its results and errors hold {found}; "
             "items missing with no record of why cannot be judged"
         )
-    return _Scores(rewards, given_up, tool_episodes)
+    return _Scores(rewards, given_up, tool_episodes, reward_floor(run.metadata.config))
 
 
 def _scoring_config(metadata: RunMetadata) -> dict[str, Any]:
@@ -257,9 +261,9 @@ def _given_up_note(current: _Scores, previous: _Scores, shared: frozenset[str]) 
     regained = len((previous.given_up & shared) - current.given_up)
     notes = []
     if lost:
-        notes.append(f"{lost} items given up in this run (scored before) count as reward 0")
+        notes.append(f"{lost} items given up in this run (scored before) count as reward {current.floor:g}")
     if regained:
-        notes.append(f"{regained} items given up before (scored now) count as reward 0 there")
+        notes.append(f"{regained} items given up before (scored now) count as reward {previous.floor:g} there")
     return "; " + "; ".join(notes) if notes else ""
 
 

@@ -150,3 +150,11 @@ def configured_reward(config: Any, section: str = "reward_weights") -> RewardWei
     among them, the components its `reward_penalties` names."""
     weights = getattr(config, section).as_mapping()
     return RewardWeights(weights, frozenset(config.reward_penalties) & set(weights))
+
+
+def reward_floor(config: Mapping[str, Any]) -> float:
+    """The least reward an answer can earn under an environment config given as plain values (a run's metadata):
+    minus the weights of its reward_penalties, 0 without any. What an item a run gave up counts as: never more than
+    the worst answer, so a policy gains nothing by making its hard items fail."""
+    weights = config.get("reward_weights") or {}
+    return -sum(float(weights.get(name, 0.0)) for name in config.get("reward_penalties") or ())

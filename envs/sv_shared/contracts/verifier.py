@@ -72,6 +72,10 @@ class Verifier(ABC):
     """Whether every answer names one label of a fixed set (E1, E4): then the run's metrics carry the answer profile
     (`metrics["answers"]`, sv_shared.answers.collapse) and a policy can collapse onto one label."""
 
+    reward_floor: float = 0.0
+    """The least reward an answer can earn, what a format failure earns: 0, or minus the penalty weights where the
+    reward has penalties (E1, E4). Rewards lie in [reward_floor, 1]."""
+
     @abstractmethod
     def aggregate(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, Item]) -> dict[str, Any]:
         """Metrics over scored records (as written to results.jsonl) and the items they answer."""
