@@ -325,3 +325,60 @@ def test_sft_on_smollm2_gives_a_model_the_local_provider_serves(tmp_path: Path) 
     item = env.data.load_source("embedded").to_dicts()[0]
     [completion] = model.generate_batch([ChatRequest(env.episodes.messages(item), {"max_tokens": 8})])
     assert completion.usage.completion_tokens > 0
+
+
+def _dev_probe(scores: list[float]):
+    """E1's first dev-like items with a verifier whose reward is scripted per save (the tiny model answers noise)."""
+    from sv_shared.training.early_stopping import DevProbe
+
+    env = get_environment("e1")
+    items = env.data.load_source("embedded").to_dicts()[:2]
+    rewards = iter(scores)
+
+    class Scripted:
+        answers_are_labels = True
+
+        def __init__(self) -> None:
+            self.current = 0.0
+            self.calls = 0
+
+        def score(self, item: dict[str, Any], completion: str) -> Any:
+            if self.calls % len(items) == 0:
+                self.current = next(rewards)
+            self.calls += 1
+            return dataclasses.replace(env.verifier.score(item, completion), reward=self.current)
+
+    return DevProbe(
+        env_id="e1",
+        items=items,
+        prompts=[env.episodes.messages(item) for item in items],
+        verifier=Scripted(),  # type: ignore[arg-type]
+        label_column="label",
+        max_new_tokens=4,
+    )
+
+
+def test_sft_stops_on_dev_reward_and_keeps_the_best_weights(tiny_model: Path, tmp_path: Path) -> None:
+    """Dev reward 0.2, 0.5, 0.4, 0.3 at saves 1-4 with patience 2: the run stops at step 4 and its final model holds
+    step 2's weights, the best (saved in best-dev/), with every measurement in the history."""
+    from safetensors.torch import load_file
+
+    recipe = SftRecipe.model_validate(SFT | {"max_steps": 8, "early_stopping": {"dev_items": 2, "patience": 2}})
+    with pytest.raises(ValueError, match="no dev items"):
+        run_sft(recipe, base_model_dir=tiny_model, examples=_examples(), output_dir=tmp_path / "none")
+    result = run_sft(
+        recipe,
+        base_model_dir=tiny_model,
+        examples=_examples(),
+        output_dir=tmp_path / "run",
+        dev_probes=[_dev_probe([0.2, 0.5, 0.4, 0.3, 0.9])],
+    )
+    measured = [(entry["step"], entry["dev_reward"]) for entry in result.history if "dev_reward" in entry]
+    assert measured == [(1, 0.2), (2, 0.5), (3, 0.4), (4, 0.3)]
+    assert result.steps == 4 and result.best_step == 2
+    assert json.loads((tmp_path / "run" / "best-dev" / "best.json").read_text())["step"] == 2
+    final = load_file(result.model_dir / "model.safetensors")
+    best = load_file(tmp_path / "run" / "best-dev" / "model.safetensors")
+    last = load_file(tmp_path / "run" / "checkpoint-4" / "model.safetensors")
+    assert all((final[name] == best[name]).all() for name in best)
+    assert any(not (final[name] == last[name]).all() for name in last)

@@ -48,6 +48,7 @@ SFT_RECIPE = {
     "save_steps": 1,
     "max_length": 320,
     "min_reward": 0.8,
+    "early_stopping": {"dev_items": 2, "patience": 2},
 }
 RLFT_RECIPE = {
     "name": "tiny-grpo",
@@ -156,6 +157,10 @@ def test_sft_dataset_targets_pass_the_verifier_and_hold_no_held_out_item(trained
 def test_checkpoints_record_their_lineage_and_become_models(trained: dict[str, Any]) -> None:
     sft, rlft = trained["sft"], trained["rlft"]
     assert (sft.stage, sft.parent_model, sft.base_model) == ("sft", "tiny", "tiny")
+    # Early stopping measured E1's verifier on 2 dev items at each save and kept the best step's weights.
+    measured = [entry for entry in sft.metrics["history"] if "dev_reward" in entry]
+    assert [entry["step"] for entry in measured] == [1, 2] and sft.metrics["best_step"] in (1, 2)
+    assert all("dev_reward/e1" in entry and "dev_balanced_accuracy/e1" in entry for entry in measured)
     assert sft.data["e1/sft_dataset"] == trained["dataset"].provenance["dataset_hash"]
     assert (rlft.stage, rlft.parent_model, rlft.base_model) == ("rlft-single", sft.model_id, "tiny")
     assert rlft.reward_weights["e1"]["calibration"] == 0.3

@@ -14,7 +14,7 @@ from secverify_dagster.runner.datasets import select_items
 from secverify_dagster.runner.dialogue import batch_policy
 from secverify_dagster.runner.metadata import code_version, dirty_paths
 from secverify_dagster.runner.tournament import TournamentConfig, run_tournament
-from secverify_dagster.training.inputs import ExperimentInputs, rlft_rows, sft_examples
+from secverify_dagster.training.inputs import ExperimentInputs, dev_probes, rlft_rows, sft_examples
 from secverify_dagster.training.parents import Parent, resolve_parent
 from secverify_dagster.training.paths import Log, ReportTo, TrainingError, TrainingPaths, curated
 from secverify_dagster.training.promotion import scan_dataset
@@ -133,6 +133,7 @@ def train_sft(
             report_to=report_to,
             gpu=gpu,
             run_name=run.model_id,
+            dev_probes=dev_probes(recipe, {env_id: get_environment(env_id) for env_id in recipe.envs}, paths),
         )
         manifest = _manifest(
             recipe,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -13,7 +13,7 @@ from secverify_dagster.runner.datasets import select_items
 from secverify_dagster.training.paths import TrainingError, TrainingPaths, curated
 from secverify_dagster.training.settings import load_sft_dataset_settings
 from sv_shared.config.experiments import DataSlices
-from sv_shared.contracts import Environment
+from sv_shared.contracts import CompletionVerifier, Environment
 from sv_shared.data.datasets import read_dataset
 from sv_shared.data.hashing import frame_hash
 from sv_shared.data.review_batches import ITEMS_FILE, batches_root, find_batch
@@ -22,6 +22,9 @@ from sv_shared.training.recipes import RlftRecipe, SftRecipe
 from sv_shared.training.rewards import grpo_prompt_rows
 from sv_shared.training.sft_data import SYNTHETIC_PREFIX, SftExample, read_sft_dataset
 from sv_shared.training.synthetic_gate import gate_batches
+
+if TYPE_CHECKING:
+    from sv_shared.training.early_stopping import DevProbe
 
 
 @dataclass(frozen=True)
@@ -123,3 +126,29 @@ def sliced_items(env: Environment, paths: TrainingPaths, slices: DataSlices) -> 
     if pool.is_empty():
         raise TrainingError(f"{env_id}: the data slices leave no item to train on ({slices.model_dump()})")
     return pool, hashes
+
+
+def dev_probes(recipe: SftRecipe, envs: Mapping[str, Environment], paths: TrainingPaths) -> list[DevProbe]:
+    """Each environment's seeded dev sample for early stopping (recipe.early_stopping.dev_items of its curated dev
+    split), posed as the environment poses an eval item, with its verifier and token budget."""
+    if recipe.early_stopping is None:
+        return []
+    from sv_shared.training.early_stopping import DevProbe
+
+    probes = []
+    for env_id in recipe.envs:
+        env = envs[env_id]
+        if not isinstance(env.verifier, CompletionVerifier):
+            raise TrainingError(f"SFT recipe {recipe.name}: early stopping scores single answers; {env_id} has none")
+        rows = select_items(env, curated(paths, env_id, "dev"), recipe.early_stopping.dev_items, recipe.seed)
+        probes.append(
+            DevProbe(
+                env_id=env_id,
+                items=rows,
+                prompts=[env.episodes.messages(item) for item in rows],
+                verifier=env.verifier,
+                label_column=env.data.label_column if env.verifier.answers_are_labels else None,
+                max_new_tokens=env.config.generation.max_tokens,
+            )
+        )
+    return probes

@@ -156,6 +156,17 @@ class _TrainingRecipe(ConfigModel):
         return self.gpu or GpuSettings()
 
 
+class EarlyStopping(ConfigModel):
+    """Early stopping on dev reward (sv_shared.training.early_stopping): measured at every save."""
+
+    dev_items: PositiveInt = 16
+    """Dev items per environment the model answers at each checkpoint (a seeded sample of the curated dev split)."""
+    patience: PositiveInt = 2
+    """Checkpoints in a row without a gain that stop the run."""
+    min_delta: NonNegative = 0.0
+    """A gain must exceed this to count."""
+
+
 class SftRecipe(_TrainingRecipe):
     """Supervised fine-tuning on verified examples (reference answers and teacher answers the verifier accepts)."""
 
@@ -172,6 +183,8 @@ class SftRecipe(_TrainingRecipe):
     """Registry id of a teacher model whose verified answers join the reference examples (None: references only)."""
     items_per_env: PositiveInt | None = None
     """Train items taken per environment (None: all)."""
+    early_stopping: EarlyStopping | None = None
+    """Stop on dev reward and keep the best checkpoint's weights (None: train max_steps and keep the last)."""
     wandb_project: str = Field(default="security-verifiers-sft", min_length=1)
 
 

@@ -21,11 +21,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sv_shared.config import outputs_dir
 from sv_shared.training.recipes import Recipe, RlftRecipe, SftRecipe
 from sv_shared.training.rewards import clean_text
+
+if TYPE_CHECKING:  # transformers loads only when a run starts
+    from sv_shared.training.early_stopping import DevProbe, DevRewardStopping
 
 MODEL_FOLDER = "model"
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
@@ -58,6 +61,8 @@ class TrainingResult:
     """Every logged dict (loss, learning_rate, reward, rewards/<func>/mean, frac_reward_zero_std, ...) with its
     step, including those logged before a resume (they travel in the checkpoint's trainer state)."""
     resumed_from: Path | None = None
+    best_step: int | None = None
+    """The step whose weights the final model holds when the run stopped on dev reward (None: the last step)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -262,7 +267,15 @@ def _save_final_model(trainer: Any, tokenizer: Any, base_model_dir: Path, output
     return dest
 
 
-def _train(trainer: Any, *, tokenizer: Any, base_model_dir: Path, output_dir: Path, gpu: bool) -> TrainingResult:
+def _train(
+    trainer: Any,
+    *,
+    tokenizer: Any,
+    base_model_dir: Path,
+    output_dir: Path,
+    gpu: bool,
+    best: DevRewardStopping | None = None,
+) -> TrainingResult:
     checkpoint = newest_checkpoint(output_dir)
     if gpu:
         import torch
@@ -281,6 +294,11 @@ def _train(trainer: Any, *, tokenizer: Any, base_model_dir: Path, output_dir: Pa
     train_s = time.perf_counter() - started
     start_step = _checkpoint_step(checkpoint)
     steps = int(trainer.state.global_step)
+    best_step = None
+    if best is not None and best.best_step is not None:
+        best_step = best.best_step
+        if best_step != steps:  # the run went on past its best dev reward: the final model is the best one
+            trainer._load_from_checkpoint(str(best.best_dir))
     model_dir = _save_final_model(trainer, tokenizer, base_model_dir, output_dir)
     peak, kind = _peak_memory_mb(gpu)
     done = max(0, steps - start_step)
@@ -295,6 +313,7 @@ def _train(trainer: Any, *, tokenizer: Any, base_model_dir: Path, output_dir: Pa
         peak_memory_kind=kind,
         history=[dict(entry) for entry in trainer.state.log_history],
         resumed_from=checkpoint,
+        best_step=best_step,
     )
 
 
@@ -344,9 +363,13 @@ def run_sft(
     report_to: str = "none",
     gpu: bool | None = None,
     run_name: str | None = None,
+    dev_probes: Sequence[DevProbe] = (),
 ) -> TrainingResult:
     """Fine-tune base_model_dir on the examples with TRL's SFTTrainer; resumes from output_dir's newest checkpoint.
-    gpu=None: use CUDA when it is available. run_name: the W&B run's name (default: the recipe's name)."""
+    gpu=None: use CUDA when it is available. run_name: the W&B run's name (default: the recipe's name). dev_probes:
+    each environment's dev sample, measured at every save when the recipe stops early (recipe.early_stopping)."""
+    if recipe.early_stopping is not None and not dev_probes:
+        raise ValueError(f"{recipe.name}: early_stopping is set but no dev items were given to measure it on")
     from datasets import Dataset
     from transformers import set_seed
     from trl import SFTConfig, SFTTrainer
@@ -364,14 +387,28 @@ def run_sft(
         dataset = Dataset.from_list(sft_rows(examples))
         tokenizer = _load_tokenizer(base_model_dir)
         set_seed(recipe.seed)
+        stopping = None
+        if recipe.early_stopping is not None:
+            from sv_shared.training.early_stopping import DevRewardStopping
+
+            stopping = DevRewardStopping(
+                dev_probes,
+                tokenizer=tokenizer,
+                output_dir=output_dir,
+                patience=recipe.early_stopping.patience,
+                min_delta=recipe.early_stopping.min_delta,
+            )
         trainer = SFTTrainer(
             model=_load_model(base_model_dir),
             args=config,
             train_dataset=dataset,
             processing_class=tokenizer,
             peft_config=_peft_config(recipe),
+            callbacks=[stopping] if stopping else None,
         )
-        return _train(trainer, tokenizer=tokenizer, base_model_dir=base_model_dir, output_dir=output_dir, gpu=gpu)
+        return _train(
+            trainer, tokenizer=tokenizer, base_model_dir=base_model_dir, output_dir=output_dir, gpu=gpu, best=stopping
+        )
 
 
 # -- GRPO ------------------------------------------------------------------------------------------------------------
