@@ -3,7 +3,8 @@
 Whatever a policy writes (any Unicode, lone surrogates and control characters included, NaN and infinities, huge,
 deeply nested, repeated keys, answer-shaped JSON with wrong types), a parser returns a ParseResult and a scorer a
 ScoredSample: no exception escapes, every failure is named from the documented set, every component lies in [0, 1]
-and every reward in [floor, 1] (0, or E1's and E4's -0.7). E3's scorer runs a sandbox per answer, so it gets a handful of hostile diffs, not a search.
+and every reward in [floor, 1] (0, or E1's and E4's -0.7). E3's scorer runs a sandbox per answer, so it gets a
+handful of hostile diffs, not a search.
 """
 
 from __future__ import annotations
@@ -356,9 +357,7 @@ def in_unit_interval(value: float) -> bool:
     return isinstance(value, float | int) and math.isfinite(value) and 0.0 <= value <= 1.0
 
 
-def check_sample(
-    sample: ScoredSample, parsed: ParseResult, documented: frozenset[str], floor: float = 0.0
-) -> None:
+def check_sample(sample: ScoredSample, parsed: ParseResult, documented: frozenset[str], floor: float = 0.0) -> None:
     """Components in [0, 1], the reward in [floor, 1] (E1's and E4's floor is -0.7), a failure earning the floor."""
     assert isinstance(sample, ScoredSample)
     assert math.isfinite(sample.reward) and floor <= sample.reward <= 1.0, sample.reward

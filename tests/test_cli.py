@@ -102,7 +102,8 @@ def test_score_rescores_stored_completions(outputs: Path, tmp_path: Path, capsys
     )
     scored = [ScoredCompletion.parse(json.loads(line), str(out)) for line in out.read_text().splitlines()]
     assert [s.id for s in scored] == ids
-    assert [s.reward for s in scored] == pytest.approx([1.0, 0.0, 0.25 * 0.85 + 0.1])
+    # Right at 1.0; unparseable: E1's floor; abstaining: format, less the 0.7 penalty on the abstention cost 0.15.
+    assert [s.reward for s in scored] == pytest.approx([1.0, -0.7, 0.1 - 0.7 * 0.15])
     assert scored[1].error == "no_json_object" and scored[1].completion == "no idea"
     metrics = json.loads(summary.read_text())
     assert metrics["n"] == 3 and metrics["n_abstained"] == 1 and metrics["n_format_failures"] == 1

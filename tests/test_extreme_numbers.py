@@ -3,8 +3,8 @@
 Issue 25, item 4: a 400-digit confidence made `parse_confidence` raise OverflowError, so `verifier.score` raised, the
 training reward function lost its whole batch, and `secverify eval` gave the item up and left it out of the metrics
 (29 of 32 scored): a policy could drop the items it would fail from its own headline. Now every number that is not a
-plain finite value is refused while decoding, by name, with a format failure's reward; and an item a run cannot score counts as a
-failure in its intent-to-treat metrics and is named in its summary.
+plain finite value is refused while decoding, by name, with a format failure's reward; and an item a run cannot
+score counts as a failure in its intent-to-treat metrics and is named in its summary.
 """
 
 from __future__ import annotations

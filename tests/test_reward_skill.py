@@ -57,3 +57,26 @@ def test_a_completion_that_does_not_parse_earns_the_least_of_any_answer(env_id: 
             if env_id == "e4":
                 answer["evidence"] = []
             assert env.verifier.score(item, json.dumps(answer)).reward >= garbage
+
+
+def test_e4_abstention_pays_where_the_evidence_is_mixed_and_nowhere_else() -> None:
+    """The rule baseline's answer, and the same answer turned into an abstention: on the test split, abstaining on the
+    items whose evidence is genuinely mixed earns more than answering them (the abstention the seed's RLFT calibrates),
+    while abstaining on the others, or on every item, earns less than answering."""
+    from sv_env_phishing_detection.detectors import analyze, is_mixed
+
+    env = get_environment("e4")
+    items = _test_items(env)
+    band = tuple(env.config.abstention.mixed_band)
+    answers = [env.baselines["phish-rules"](item) for item in items]
+    abstained = [json.dumps(json.loads(answer) | {"label": "Abstain"}) for answer in answers]
+    mixed = [is_mixed(analyze(item["raw_email"]).suspicion, band) for item in items]
+    assert 0 < sum(mixed) < len(items)
+
+    def mean(chosen: list[str], where: list[bool]) -> float:
+        picked = [(item, text) for item, text, keep in zip(items, chosen, where, strict=True) if keep]
+        return sum(env.verifier.score(item, text).reward for item, text in picked) / len(picked)
+
+    clear = [not flag for flag in mixed]
+    assert mean(abstained, mixed) > mean(answers, mixed)
+    assert mean(abstained, clear) < mean(answers, clear)

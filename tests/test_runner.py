@@ -89,7 +89,8 @@ def test_writes_the_run_folder_with_provenance(tmp_path: Path, dataset) -> None:
         id="heuristic", provider="baseline", model=HEURISTIC.model, params=HEURISTIC.params, price=HEURISTIC.price
     )
     assert metadata.seed == 42 and metadata.status == "complete"
-    assert metadata.config["reward_weights"]["accuracy"] == 0.45
+    assert metadata.config["reward_weights"]["accuracy"] == 0.7
+    assert metadata.config["reward_penalties"] == ["asymmetric_cost"]  # what the reward means travels with the run
     assert set(metadata.timings) >= {"generate_s", "score_s", "write_s", "wall_s"}
     records = _results(outcome.run_dir)
     assert len(records) == 20

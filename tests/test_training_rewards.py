@@ -214,8 +214,11 @@ def test_recipe_weights_shape_the_verifier_total() -> None:
     rewards = _call(grpo_reward_functions({"e1": shaped})[0][0], rows, E1_ANSWERS)
     for item, answer, reward in zip(items, E1_ANSWERS, rewards, strict=True):
         components = get_environment("e1").verifier.score(item, answer).components
-        expected = sum(weights[name] * components[name] for name in weights) / sum(weights.values())
-        assert reward is not None and math.isclose(reward, expected, rel_tol=1e-12)
+        gains = {name: weight for name, weight in weights.items() if name != "asymmetric_cost"}  # E1's penalty
+        expected = sum(gains[name] * components[name] for name in gains) / sum(gains.values()) - weights[
+            "asymmetric_cost"
+        ] * (1.0 - components["asymmetric_cost"])
+        assert reward is not None and math.isclose(reward, expected, rel_tol=1e-12, abs_tol=1e-12)
 
 
 def test_dialogue_environments_are_rewarded_by_their_rollouts() -> None:
