@@ -50,7 +50,7 @@ def _print_table(verdicts: list[GateVerdict]) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     models = [model for value in args.models for model in value.replace(",", " ").split() if model]
     evals_root = outputs_dir() / "evals"
-    verdicts = gate(evals_root, args.env or None, models or None)
+    verdicts = gate(evals_root, args.env or None, models or None, require_significance=args.require_significance)
     missing = sorted(set(models) - {verdict.model_id for verdict in verdicts})
     if args.json:
         print(json.dumps([verdict.as_dict() for verdict in verdicts], indent=2))
@@ -63,7 +63,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return NOTHING_TO_CHECK
     regressed = [verdict for verdict in verdicts if verdict.regressed]
     if regressed and not args.json:
-        print(f"\n{len(regressed)} regressed (a significant drop of {CORE_METRIC} beyond {MAX_RELATIVE_DROP:.0%})")
+        kind = "a significant drop" if args.require_significance else "a drop"
+        print(f"\n{len(regressed)} regressed ({kind} of {CORE_METRIC} beyond {MAX_RELATIVE_DROP:.0%})")
     return REGRESSED if regressed else 0
 
 
@@ -72,7 +73,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     check = sub.add_parser(
         "check",
         help=f"regression gate: exit 1 when a model's latest run dropped more than {MAX_RELATIVE_DROP * 100:.0f}%% "
-        "(significantly) against its previous comparable run",
+        "against its previous comparable run (the seed's rule; the 95%% CI is shown beside it)",
+    )
+    check.add_argument(
+        "--require-significance",
+        action="store_true",
+        help="fail only a drop whose paired-bootstrap 95%% CI lies entirely below 0 (stricter about noise, so a "
+        "large drop on a few items passes)",
     )
     check.add_argument("--env", action="append", choices=ENV_IDS, default=[], help="environment (repeatable)")
     check.add_argument("--models", action="append", default=[], help='space/comma-separated ids, e.g. "a b"')

@@ -220,8 +220,8 @@ def _delta_lines(
         f"## Changes since the previous period ({previous.label})",
         "",
         f"Each model's run against its latest run of this slice in {previous.describe()}: mean reward over the items "
-        f"both drew, 95% paired bootstrap CI, p. A regression (the regression gate's rule) is a significant drop "
-        f"of more than {MAX_RELATIVE_DROP:.0%}.",
+        f"both drew, 95% paired bootstrap CI, p. A regression (the regression gate's rule, the seed's) is a drop "
+        f"of more than {MAX_RELATIVE_DROP:.0%}, significant or not; the CI says which.",
         "",
     ]
     verdicts = {model: verdict for model, verdict in deltas.items() if isinstance(verdict, GateVerdict)}

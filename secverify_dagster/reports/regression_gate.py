@@ -20,10 +20,13 @@ What may differ is the model under test: provider, weights, parameters, generati
 what a regression comes from. Earlier runs that differ are skipped, and when none is left the verdict names the most
 recent one and how it differs: it passes, but never silently.
 
-Regressed: at least MIN_PAIRED_ITEMS shared items, a relative change of the paired means below -MAX_RELATIVE_DROP,
-and the seeded paired bootstrap's 95% CI of (current - previous) entirely below 0, so a drop within the noise of the
-items is not a regression. A run the gate cannot judge (a non-finite reward, items missing with no record of why)
-raises UnjudgeableRunError: it is neither passed nor called a regression.
+Regressed, by the seed's rule ("fail CI if reward drops >3% on core metrics"): at least MIN_PAIRED_ITEMS shared
+items and a relative change of the paired means below -MAX_RELATIVE_DROP. The seeded paired bootstrap's 95% CI of
+(current - previous) is reported with every verdict, and the reason says when a failing drop lies within the noise of
+the items; `require_significance` (secverify check --require-significance) fails only a drop whose CI lies entirely
+below 0 as well, the stricter reading that lets a 5% drop on 2 of 32 items pass. A run the gate cannot judge (a
+non-finite reward, items missing with no record of why) raises UnjudgeableRunError: it is neither passed nor called a
+regression.
 """
 
 from __future__ import annotations
@@ -44,12 +47,12 @@ from sv_shared.runs.records import FinishedRun, complete_runs, latest_complete_r
 from sv_shared.runs.schema import RunMetadata
 
 MAX_RELATIVE_DROP = 0.03
-"""A drop of the core metric by more than this share of the previous value is a regression (when significant)."""
+"""A drop of the core metric by more than this share of the previous value is a regression (the seed's rule)."""
 
 MIN_PAIRED_ITEMS = 6
-"""Fewer shared items cannot show a significant drop: even a drop on every one of 5 items has a two-sided sign-test
-p of 2/2^5 = 0.0625, while the bootstrap CI collapses to a point when all differences agree and would call it
-certain. Such runs are reported as not judged."""
+"""Fewer shared items are reported as not judged: one item of 5 moves the mean by 20%, and even a drop on every one of
+them has a two-sided sign-test p of 2/2^5 = 0.0625, while the bootstrap CI collapses to a point when all differences
+agree and would call it certain."""
 
 CORE_METRIC = "reward_mean"
 """The name the core metric is shown under: mean reward over the shared items, a given-up sample counting the floor."""
@@ -268,7 +271,12 @@ def _given_up_note(current: _Scores, previous: _Scores, shared: frozenset[str]) 
 
 
 def _compared(
-    run: FinishedRun, scores: _Scores, previous: FinishedRun, previous_scores: _Scores, seed: int
+    run: FinishedRun,
+    scores: _Scores,
+    previous: FinishedRun,
+    previous_scores: _Scores,
+    seed: int,
+    require_significance: bool = False,
 ) -> GateVerdict:
     shared = scores.items & previous_scores.items
     if not shared:
@@ -287,16 +295,18 @@ def _compared(
         f"{CORE_METRIC} {stats.mean_b:.3f} → {stats.mean_a:.3f} ({change}) on {len(ids)} shared items vs run "
         f"{previous.run_id}; {CONFIDENCE:.0%} CI of the change [{stats.ci_low:+.3f}, {stats.ci_high:+.3f}]"
     )
+    regressed = enough and large and (significant or not require_significance)
+    noise = "significant" if significant else "the CI includes 0"
     if not enough:
-        verdict = f"not judged: fewer than {MIN_PAIRED_ITEMS} shared items cannot show a significant drop"
+        verdict = f"not judged: fewer than {MIN_PAIRED_ITEMS} shared items"
     elif stats.delta >= 0:
         verdict = "no drop"
-    elif not significant:
-        verdict = "the CI includes 0: within the noise of these items"
     elif not large:
-        verdict = f"a significant drop within the {MAX_RELATIVE_DROP:.0%} allowed"
+        verdict = f"a drop within the {MAX_RELATIVE_DROP:.0%} allowed ({noise})"
+    elif not regressed:
+        verdict = f"beyond the {MAX_RELATIVE_DROP:.0%} allowed, but the CI includes 0 and significance is required"
     else:
-        verdict = f"REGRESSED: significant and beyond the {MAX_RELATIVE_DROP:.0%} allowed"
+        verdict = f"REGRESSED: beyond the {MAX_RELATIVE_DROP:.0%} allowed ({noise})"
     return GateVerdict(
         env_id=run.metadata.env,
         model_id=run.model_id,
@@ -310,12 +320,14 @@ def _compared(
         ci_low=stats.ci_low,
         ci_high=stats.ci_high,
         p_value=stats.p_value,
-        regressed=enough and significant and large,
+        regressed=regressed,
         reason=f"{summary}: {verdict}{_given_up_note(scores, previous_scores, shared)}",
     )
 
 
-def compare_runs(current: FinishedRun, previous: FinishedRun, *, seed: int = 42) -> GateVerdict:
+def compare_runs(
+    current: FinishedRun, previous: FinishedRun, *, seed: int = 42, require_significance: bool = False
+) -> GateVerdict:
     """current against previous on their shared items. Runs that are not comparable (see the module's docstring)
     are not judged: the verdict has no statistics, is not a regression, and its reason says how they differ."""
     scores = _scores(current)
@@ -324,15 +336,15 @@ def compare_runs(current: FinishedRun, previous: FinishedRun, *, seed: int = 42)
         return _unpaired(
             current, scores, previous.run_id, f"not comparable with run {previous.run_id}: " + "; ".join(problems)
         )
-    return _compared(current, scores, previous, previous_scores, seed)
+    return _compared(current, scores, previous, previous_scores, seed, require_significance)
 
 
-def judge(evals_root: Path, run: FinishedRun, *, seed: int = 42) -> Judgement:
+def judge(evals_root: Path, run: FinishedRun, *, seed: int = 42, require_significance: bool = False) -> Judgement:
     """run against its previous comparable run under evals_root; with none, a passing verdict that says why."""
     scores = _scores(run)
     previous, previous_scores, skipped = _search(evals_root, run, scores)
     if previous is not None and previous_scores is not None:
-        return Judgement(_compared(run, scores, previous, previous_scores, seed), run, previous)
+        return Judgement(_compared(run, scores, previous, previous_scores, seed, require_significance), run, previous)
     where = f"{run.model_id} on {run.metadata.env}"
     if not skipped:
         reason = f"no previous comparable run: this is the first complete run of {where}"
@@ -351,6 +363,7 @@ def gate(
     models: Sequence[str] | None = None,
     *,
     seed: int = 42,
+    require_significance: bool = False,
 ) -> list[GateVerdict]:
     """Each model's latest complete run on each environment (default: all implemented) against its previous
     comparable run; models limits the models judged."""
@@ -360,5 +373,5 @@ def gate(
             raise EnvironmentNotAvailable(f"unknown environment {env_id!r}; known: {', '.join(ENV_NAMES)}")
         for run in latest_complete_runs(evals_root, ENV_NAMES[env_id]):
             if models is None or run.model_id in models:
-                verdicts.append(judge(evals_root, run, seed=seed).verdict)
+                verdicts.append(judge(evals_root, run, seed=seed, require_significance=require_significance).verdict)
     return verdicts
