@@ -359,6 +359,16 @@ def test_every_cadence_over_two_years_and_across_year_ends() -> None:
     ]
 
 
+def test_every_schedule_explains_itself_in_the_ui() -> None:
+    """Issue 27: the UI showed cron strings alone, and a bi-weekly schedule's reads "every Monday"."""
+    schedules = list(defs.schedules or [])
+    assert len(schedules) == 8
+    for schedule in schedules:
+        assert schedule.description and "UTC" in schedule.description, schedule.name
+        if schedule.name.startswith("biweekly"):
+            assert "every 14 days" in schedule.description and "skipped" in schedule.description, schedule.name
+
+
 def test_red_team_assets_jobs_and_tournament_schedule() -> None:
     from secverify_dagster.schedules.sweeps import biweekly_tournament
 

@@ -11,6 +11,7 @@ from secverify_dagster.cadences import is_biweekly_week
 from secverify_dagster.publishing.benchmark_sheet import SheetCadence, build_sheet
 from secverify_dagster.reports.scope import period_of
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.schedules import documented_schedule
 from sv_shared.contracts import Environment
 
 BENCHMARK_SHEET_JOB = "benchmark_sheet_job"
@@ -69,10 +70,10 @@ def build_benchmark_sheet_asset(envs: Sequence[Environment]) -> dg.AssetsDefinit
 benchmark_sheet_job = dg.define_asset_job(BENCHMARK_SHEET_JOB, selection=dg.AssetSelection.assets(BENCHMARK_SHEET))
 
 
-@dg.schedule(job_name=BENCHMARK_SHEET_JOB, cron_schedule="0 14 * * 3", execution_timezone="UTC")
+@documented_schedule(job_name=BENCHMARK_SHEET_JOB, cron_schedule="0 14 * * 3", execution_timezone="UTC")
 def biweekly_benchmark_sheet(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    """Wednesday 14:00 UTC of every bi-weekly week, after the bi-weekly reports (12:00) of Monday's full eval: the
-    sheet of this 14-day period."""
+    """Wednesday 14:00 UTC of every bi-weekly week, every 14 days (the other Wednesdays' ticks are skipped), after the
+    bi-weekly reports (12:00) of Monday's full eval: the sheet of this 14-day period."""
     when = context.scheduled_execution_time or datetime.now(UTC)
     if not is_biweekly_week(when.date()):
         return dg.SkipReason("not a bi-weekly week: the sheet follows the full eval every 14 days")

@@ -19,6 +19,7 @@ import dagster as dg
 from secverify_dagster.assets.keys import ablations_key, report_key
 from secverify_dagster.cadences import WEEKLY_ENVS, is_biweekly_week
 from secverify_dagster.reports.scope import Cadence, Period, period_of
+from secverify_dagster.schedules import documented_schedule
 from sv_shared.registry import implemented_env_ids
 
 REPORTS_JOB = "reports_job"
@@ -42,23 +43,23 @@ def _when(context: dg.ScheduleEvaluationContext) -> datetime:
     return context.scheduled_execution_time or datetime.now(UTC)
 
 
-@dg.schedule(job_name=REPORTS_JOB, cron_schedule="0 12 * * 1", execution_timezone="UTC")
+@documented_schedule(job_name=REPORTS_JOB, cron_schedule="0 12 * * 1", execution_timezone="UTC")
 def weekly_report(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     """Monday 12:00 UTC: E1–E4's weekly reports of this ISO week (its 06:00 sweep), against last week."""
     return report_request("weekly", period_of("weekly", _when(context)), WEEKLY_ENVS)
 
 
-@dg.schedule(job_name=REPORTS_JOB, cron_schedule="0 12 * * 3", execution_timezone="UTC")
+@documented_schedule(job_name=REPORTS_JOB, cron_schedule="0 12 * * 3", execution_timezone="UTC")
 def biweekly_report(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    """Wednesday 12:00 UTC of every bi-weekly week: every environment's report of this 14-day period (Monday's
-    full eval, the tournament), against the previous period."""
+    """Wednesday 12:00 UTC of every bi-weekly week, every 14 days (the other Wednesdays' ticks are skipped): every
+    environment's report of this 14-day period (Monday's full eval, the tournament), against the previous period."""
     when = _when(context)
     if not is_biweekly_week(when.date()):
         return dg.SkipReason("not a bi-weekly week: the bi-weekly report follows the full eval every 14 days")
     return report_request("biweekly", period_of("biweekly", when), implemented_env_ids())
 
 
-@dg.schedule(job_name=REPORTS_JOB, cron_schedule="0 9 1 * *", execution_timezone="UTC")
+@documented_schedule(job_name=REPORTS_JOB, cron_schedule="0 9 1 * *", execution_timezone="UTC")
 def monthly_report(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     """1st of the month, 09:00 UTC: the consolidated report of every environment for the month that just ended."""
     return report_request("monthly", period_of("monthly", _when(context)).previous(), implemented_env_ids())

@@ -26,6 +26,7 @@ from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.served_endpoints import without_down_endpoints
 from secverify_dagster.resources.vllm import VllmResource
+from secverify_dagster.schedules import documented_schedule
 from sv_shared.registry import get_environment, implemented_env_ids
 
 
@@ -70,7 +71,7 @@ def sweep_requests(
     ]
 
 
-@dg.schedule(job=eval_job, cron_schedule="0 6 * * 1", execution_timezone="UTC")
+@documented_schedule(job=eval_job, cron_schedule="0 6 * * 1", execution_timezone="UTC")
 def weekly_sweep(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
@@ -78,19 +79,19 @@ def weekly_sweep(
     return sweep_requests(context, models, vllm, list(WEEKLY_ENVS), n=10, tag="weekly")
 
 
-@dg.schedule(job=eval_job, cron_schedule="0 8 * * 1", execution_timezone="UTC")
+@documented_schedule(job=eval_job, cron_schedule="0 8 * * 1", execution_timezone="UTC")
 def biweekly_full_eval(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    """Every other Monday, 08:00 UTC (every 14 days from cadences.BIWEEKLY_ANCHOR): all six environments at their
-    default N."""
+    """Every other Monday, 08:00 UTC (every 14 days from cadences.BIWEEKLY_ANCHOR; the other Mondays' ticks are
+    skipped): all six environments at their default N."""
     when = context.scheduled_execution_time
     if when is not None and not is_biweekly_week(when.date()):
         return dg.SkipReason("not a bi-weekly week: the full eval runs every 14 days")
     return sweep_requests(context, models, vllm, list(implemented_env_ids()), n=None, tag="biweekly")
 
 
-@dg.schedule(job=eval_job, cron_schedule="0 3 * * *", execution_timezone="UTC")
+@documented_schedule(job=eval_job, cron_schedule="0 3 * * *", execution_timezone="UTC")
 def nightly_regression(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
@@ -108,10 +109,10 @@ def nightly_regression(
     )
 
 
-@dg.schedule(job_name="tournament_job", cron_schedule="0 2 * * 3", execution_timezone="UTC")
+@documented_schedule(job_name="tournament_job", cron_schedule="0 2 * * 3", execution_timezone="UTC")
 def biweekly_tournament(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    """Wednesday 02:00 UTC of every bi-weekly week (a low-usage window): judges re-measured, then the E5/E6
-    tournament."""
+    """Wednesday 02:00 UTC of every bi-weekly week, every 14 days (a low-usage window; the other Wednesdays' ticks are
+    skipped): judges re-measured, then the E5/E6 tournament."""
     when = context.scheduled_execution_time
     if when is not None and not is_biweekly_week(when.date()):
         return dg.SkipReason("not a bi-weekly week: the tournament runs every 14 days")
