@@ -69,6 +69,10 @@ def test_e1_lineage_materializes_with_passing_checks(outputs: Path) -> None:
         assert set(view_rewards) == {"no-bytes", "no-packets", "no-state", "no-service"}
         for view in view_rewards:
             assert (outputs / "evals" / "views" / view / "sv-env-network-logs--heuristic").is_dir()
+        # The UI shows figures to 4 decimals; summary.json keeps the exact value.
+        exact = json.loads((run_dir / "summary.json").read_text())["metrics"]["reward"]["mean"]
+        assert materialization.materialization.metadata["reward_mean"].value == round(exact, 4)
+        assert all(value == round(value, 4) for value in view_rewards.values())
 
         # A model without its key is skipped: the run succeeds and nothing is materialized or scored.
         skipped = evals.execute_in_process(instance=instance, partition_key="gpt-5", asset_selection=[eval_key("e1")])

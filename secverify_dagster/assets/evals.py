@@ -20,6 +20,9 @@ from sv_shared.answers.metrics import metric_value
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset
 
+SHOWN_DECIMALS = 4
+"""Decimals of the figures an eval's materialization shows in the UI (the run's summary.json keeps them exact)."""
+
 
 def eval_run_config(env_id: str, config: Mapping[str, Any]) -> dict[str, Any]:
     """Run config that sets one environment's EvalConfig (its op is named after the asset key: e1__eval_results)."""
@@ -128,8 +131,9 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
             cache.close()
         metrics = outcome.summary.metrics
         trajectories = write_run_page(env, outcome.run_dir)
+        # Shown to 4 decimals, as reports show them; the exact values stay in the run's summary.json.
         headline = {
-            key: float(value)
+            key: round(float(value), SHOWN_DECIMALS)
             for _, key in env.verifier.report_columns()
             if isinstance(value := metric_value(metrics, key), int | float)
         }
@@ -141,7 +145,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
                 "trajectories": dg.MetadataValue.path(str(trajectories.path)),
                 "view_reward_means": dg.MetadataValue.json(
                     {
-                        view: view_outcome.summary.metrics["reward"]["mean"]
+                        view: round(view_outcome.summary.metrics["reward"]["mean"], SHOWN_DECIMALS)
                         for view, view_outcome in view_outcomes.items()
                     }
                 ),
@@ -150,7 +154,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
                     {view: str(view_outcome.run_dir) for view, view_outcome in view_outcomes.items()}
                 ),
                 "n": metrics["n"],
-                "reward_mean": metrics["reward"]["mean"],
+                "reward_mean": round(metrics["reward"]["mean"], SHOWN_DECIMALS),
                 # Samples that failed on every attempt: counted as failures in the metrics, listed so a reader sees
                 # the run's gaps.
                 "given_up": dg.MetadataValue.json(list(outcome.given_up)),
@@ -158,7 +162,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
                 "dataset_hash": outcome.metadata.dataset.hash,
                 "verifier_version": outcome.metadata.verifier_version,
                 "code_version": outcome.metadata.code_version,
-                "cost_usd": outcome.metadata.cost_usd,
+                "cost_usd": None if (cost := outcome.metadata.cost_usd) is None else round(cost, 6),
                 "tokens": dg.MetadataValue.json(outcome.metadata.usage.as_dict()),
                 "timings": dg.MetadataValue.json(outcome.metadata.timings),
             }
