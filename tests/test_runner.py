@@ -277,3 +277,25 @@ def test_a_dialogue_that_breaks_the_environment_costs_only_that_dialogue(tmp_pat
     assert outcome.n_done == 3 and outcome.n_failures == 1
     (error,) = RunFolder(outcome.run_dir).read_errors()
     assert (error.id, error.kind, error.message.split(" (")[0]) == (bad, "scoring", "KeyError: 'transcript'")
+
+
+def test_the_code_version_counts_untracked_files_but_not_ignored_ones(tmp_path: Path) -> None:
+    """Issue 27: an uncommitted new module or config changes what a run does as much as an edited file."""
+    import subprocess
+
+    from secverify_dagster.runner.metadata import code_version, dirty_paths
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / ".gitignore").write_text("outputs/\n")
+    git("add", ".gitignore")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "init")
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs" / "run.json").write_text("{}")
+    assert not code_version(tmp_path).endswith("-dirty") and dirty_paths(tmp_path) == []
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "new.yaml").write_text("a: 1\n")
+    assert code_version(tmp_path).endswith("-dirty")
+    assert dirty_paths(tmp_path) == ["configs/new.yaml"]

@@ -25,37 +25,38 @@ from sv_shared.runs.schema import (
 )
 
 
+def _git_status(cwd: Path) -> str:
+    """`git status --porcelain` with untracked files (ignored ones, outputs/ among them, stay out): a new module or
+    config nobody committed changes what a run does as much as an edited one."""
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    ).stdout
+
+
 def code_version(root: Path | None = None) -> str:
-    """The git commit of the checkout (with "-dirty" if it has uncommitted changes), or "unknown"."""
+    """The git commit of the checkout (with "-dirty" if it has uncommitted changes or untracked files), or
+    "unknown"."""
     cwd = root or project_root()
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        dirty = _git_status(cwd).strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{commit}-dirty" if dirty else commit
 
 
 def dirty_paths(root: Path | None = None) -> list[str]:
-    """Tracked files with uncommitted changes: what "-dirty" in a code version stands for."""
+    """Files with uncommitted changes, and untracked files git does not ignore: what "-dirty" in a code version
+    stands for."""
     try:
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root or project_root(),
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout
+        status = _git_status(root or project_root())
     except (OSError, subprocess.SubprocessError):
         return []
     return sorted(line[3:] for line in status.splitlines() if len(line) > 3)
