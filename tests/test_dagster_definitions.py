@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pytest
 import yaml
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
@@ -191,7 +192,10 @@ def _backfilled(result: Any, registry: dict[str, ModelSpec]) -> set[tuple[str, s
     return pairs
 
 
-def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provider(tmp_path: Path) -> None:
+def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     registry = load_registry()
     with dg.instance_for_test() as instance:
         # What `secverify run` does on a fresh instance: every model a partition. It must not steal the backfill.
@@ -212,7 +216,15 @@ def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provid
         assert ("e1", "tool-oracle") not in pairs and not any(model == "gpt-5" for _, model in pairs)
         assert len(pairs) < len(registry) * len(implemented_env_ids())
         again = _sensor_tick(instance, first.cursor)
-        assert not again.run_requests and json.loads(again.cursor) == sorted(registry)
+        backfilled = sorted({model for _, model in expected})
+        assert not again.run_requests and json.loads(again.cursor) == backfilled
+        # Issue 27: a model added before its key is set is backfilled once the key is there, not forgotten.
+        assert "gpt-5" not in backfilled
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+        keyed = _sensor_tick(instance, again.cursor)
+        assert {model for _, model in _backfilled(keyed, registry)} >= {"gpt-5"}
+        assert "gpt-5" in json.loads(keyed.cursor)
+        monkeypatch.delenv("OPENAI_API_KEY")
 
         # A model added to the registry is backfilled on its own; one removed is retired, not asked for again.
         file = read_yaml(default_registry_path())
@@ -220,7 +232,7 @@ def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provid
         del file["models"]["heuristic"]
         changed = tmp_path / "models.yaml"
         changed.write_text(yaml.safe_dump(file), encoding="utf-8")
-        third = _sensor_tick(instance, again.cursor, changed)
+        third = _sensor_tick(instance, keyed.cursor, changed)
         assert {model for _, model in _backfilled(third, load_registry(changed))} == {"smollm2-copy"}
         (request,) = third.run_requests
         assert request.tags[PROVIDER_TAG] == "local_transformers"

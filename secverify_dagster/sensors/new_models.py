@@ -8,9 +8,9 @@ each served model) into one backfill per group, a handful at most, each shown an
 What it has backfilled is its own cursor, not the partition list: `secverify run` (or anyone) adding a partition
 does not take a model's backfill away. Which (environment, model) pairs can run is decided from the registry before
 anything is requested (a baseline only on its environment, an API model only with its key, a served model only with
-its endpoint); the rest are logged with their reason. A served model whose endpoint does not answer now is logged
-and left out of the cursor, so a later tick backfills it once its server is up. Models that left the registry are
-reported as retired.
+its endpoint); the rest are logged with their reason. A model backfilled on nothing (its key or endpoint is not set
+yet, its served endpoint does not answer now) is left out of the cursor, so a later tick backfills it once it can
+run. Models that left the registry are reported as retired.
 """
 
 from __future__ import annotations
@@ -86,8 +86,13 @@ def new_model_sensor(
     pairs, down = without_down_endpoints(pairs, down_models)
     for pair, reason in sorted((left_out | down).items()):
         context.log.info(f"not backfilling {pair}: {reason}")
-    # A model whose server is down now is asked again on a later tick: it stays out of the cursor.
-    cursor = json.dumps(sorted(set(registry) & backfilled | (set(new_models) - set(down_models))))
+    # A model with nothing to run yet (no key or endpoint set, its server down now) is asked again on a later tick: it
+    # stays out of the cursor until some environment's eval is requested for it.
+    requested = {model_id for _, model_id in pairs}
+    waiting = sorted(set(new_models) - requested)
+    if waiting:
+        context.log.info(f"nothing to backfill yet for {waiting}: asked again on later ticks")
+    cursor = json.dumps(sorted(set(registry) & backfilled | requested))
     known = set(context.instance.get_dynamic_partitions(MODELS_PARTITION))
     partitions = [model_id for model_id in new_models if model_id not in known]
     requests = backfills_by_provider(pairs, registry, context.repository_def.asset_graph) if pairs else []
