@@ -33,9 +33,16 @@ def describe_cron(cron: str) -> str:
     return cron
 
 
+DECORATORS = {"schedule": {"schedule", "documented_schedule"}}
+"""The decorators that declare each kind, where more than its own name (`dg.schedule`) does: secverify_dagster's
+`documented_schedule` is `dg.schedule` with the docstring as the description."""
+
+
 def _decorator_keywords(node: ast.FunctionDef, name: str) -> dict[str, Any] | None:
+    names = DECORATORS.get(name, {name})
     for decorator in node.decorator_list:
-        if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", None) == name:
+        func = decorator.func if isinstance(decorator, ast.Call) else None
+        if func is not None and (getattr(func, "attr", None) in names or getattr(func, "id", None) in names):
             keywords = {}
             for keyword in decorator.keywords:
                 try:
