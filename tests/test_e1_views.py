@@ -20,7 +20,7 @@ from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner.datasets import embedded_dataset
 from secverify_dagster.runner.eval_runner import EvalRunner
 from sv_env_network_logs import views
-from sv_env_network_logs.schema import validate_flows
+from sv_env_network_logs.schema import FEATURE_COLUMNS, validate_flows
 from sv_shared.registry import get_environment
 from sv_shared.runs.records import complete_runs, latest_complete_runs
 
@@ -94,3 +94,29 @@ def test_ablated_flows_still_validate_against_the_schema(env) -> None:
     test = embedded_dataset(env, split="test", seed=42).frame
     for name in env.data.views:
         assert validate_flows(env.data.view(test, name), check_hashes=False).height == test.height
+
+
+def test_every_combination_of_missing_field_groups_hides_exactly_their_fields(env) -> None:
+    """The 2^4 combinations the baseline figures are measured on (sv_env_network_logs.figures)."""
+    test = embedded_dataset(env, split="test", seed=42).frame
+    combinations = views.missing_groups()
+    assert len(combinations) == 2 ** len(views.ABLATED_VIEWS) == len(set(combinations))
+    assert combinations[0] == () and views.combined_name(()) == views.FULL_VIEW
+    assert views.combined_name(("no-bytes", "no-packets")) == "no-bytes+no-packets"
+    for missing in combinations:
+        hidden = {field for view in missing for field in views.FIELD_VIEWS[view]}
+        viewed = views.ablate_together(test, missing)
+        assert {column for column in test.columns if viewed[column].null_count() == test.height} >= hidden
+        kept = [column for column in test.columns if column not in hidden]
+        assert viewed.select(kept).equals(test.select(kept))
+
+
+def test_keep_only_blanks_every_other_flow_field_and_keeps_ids_and_labels(env) -> None:
+    test = embedded_dataset(env, split="test", seed=42).frame
+    endpoints = views.keep_only(test, views.ENDPOINT_FIELDS)
+    for column in FEATURE_COLUMNS:
+        if column in views.ENDPOINT_FIELDS:
+            assert endpoints[column].equals(test[column])
+        else:
+            assert endpoints[column].null_count() == test.height
+    assert endpoints.select("flow_id", "label").equals(test.select("flow_id", "label"))

@@ -78,9 +78,9 @@ class NetworkLogsEpisodes(SingleTurn):
 def build(config: Config) -> Environment:
     flows = NetworkLogsData(config)
 
-    def embedded_dev() -> pl.DataFrame:
-        """The split the heuristic calibrates on: the embedded corpus curated as evals curate it (never test)."""
-        return flows.curate([flows.load_source("embedded")], seed=config.eval.seed)["dev"]
+    def embedded_splits() -> dict[str, pl.DataFrame]:
+        """The embedded corpus curated as evals curate it; the heuristic fits on its train split alone."""
+        return flows.curate([flows.load_source("embedded")], seed=config.eval.seed)
 
     return Environment(
         env_id="e1",
@@ -89,5 +89,5 @@ def build(config: Config) -> Environment:
         data=flows,
         verifier=NetworkLogsVerifier(config),
         episodes=NetworkLogsEpisodes(),
-        baselines={"heuristic": baseline.HeuristicBaseline(embedded_dev)},
+        baselines={"heuristic": baseline.HeuristicBaseline(embedded_splits)},
     )
