@@ -18,13 +18,13 @@ from sv_env_config_verification import hcltext
 from sv_env_config_verification.canonical import internet_scale
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, parse_config
-from sv_env_config_verification.synth import dump_yaml, pod_spec_of, unified_diff
+from sv_env_config_verification.pod_specs import containers, pod_specs
+from sv_env_config_verification.synth import dump_yaml, unified_diff
 from sv_shared.contracts import Baseline
 from sv_shared.execution.findings import Finding
 
 DANGEROUS_CAPABILITIES = frozenset({"ALL", "SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE", "SYS_MODULE", "DAC_READ_SEARCH"})
 SECRET_NAME = re.compile(r"(password|passwd|(^|_)pwd($|_)|secret|token|api_?key|access_?key|private_?key|credential)")
-CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
 PRIVATE_CIDR = '["10.0.0.0/8"]'
 CONFIDENCE = 0.9
 
@@ -32,7 +32,7 @@ CONFIDENCE = 0.9
 
 
 def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for field in CONTAINER_FIELDS for c in spec.get(field) or [] if isinstance(c, dict)]
+    return [container for _, _, container in containers(spec)]
 
 
 def _context(owner: dict[str, Any]) -> dict[str, Any]:
@@ -149,13 +149,12 @@ def remediate_kubernetes(content: str, findings: list[Finding]) -> str:
     if not wanted:
         return content
     for resource in parsed.resources:
-        spec = pod_spec_of(resource.body)
-        if spec is None:
-            continue
-        # Sorted: a set's order varies with the interpreter's hash seed, and the patch text must not.
-        for canonical_id, target in sorted(wanted, key=lambda pair: (pair[0], pair[1] or "")):
-            if target in (None, resource.name):
-                KUBERNETES_FIXES[canonical_id](resource.name, spec)  # type: ignore[arg-type]
+        # Every pod spec the labels see (pod_specs.py), so a Rollout or a CRD's pods are fixed like a Deployment's.
+        for _, spec in pod_specs(resource.body):
+            # Sorted: a set's order varies with the interpreter's hash seed, and the patch text must not.
+            for canonical_id, target in sorted(wanted, key=lambda pair: (pair[0], pair[1] or "")):
+                if target in (None, resource.name):
+                    KUBERNETES_FIXES[canonical_id](resource.name, spec)  # type: ignore[arg-type]
     return dump_yaml(parsed.documents)
 
 

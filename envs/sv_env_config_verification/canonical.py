@@ -12,9 +12,10 @@ installed. Every other tool's rules map onto the same ids (their RULE_MAPs, gath
 tool's rule is broader or narrower than the definition, its extra or missing findings are disagreements that the
 oracle reports and agreement.py counts, never labels. TOOL_SEMANTICS records the known differences.
 
-"Container" below means every entry of containers, initContainers and ephemeralContainers of a pod spec (Pod,
-PodTemplate, and the pod template of Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job and
-CronJob); a container's "effective" value is Kubernetes' precedence: its own securityContext value, else the pod's.
+"Container" below means every mapping entry of the containers, initContainers and ephemeralContainers lists of a pod
+spec, and a pod spec is wherever an object of any kind holds one (pod_specs.py: found by shape, so Argo Rollouts,
+OpenShift DeploymentConfigs, Knative Services and CRDs count like Deployments); a container's "effective" value is
+Kubernetes' precedence: its own securityContext value, else the pod's.
 An "internet-scale" CIDR is an IPv4 prefix shorter than /8 or an IPv6 prefix shorter than /32 outside fc00::/7,
 whatever its address bits: 127.0.0.0/0, 10.1.2.3/0, 1::/0 and 0.0.0.0/1 are; 10.0.0.0/8 and 2001:db8::/32 are not.
 """

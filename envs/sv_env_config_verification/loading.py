@@ -33,6 +33,7 @@ from typing import Any, Literal
 import yaml
 
 from sv_env_config_verification import hcltext
+from sv_env_config_verification.pod_specs import pod_spec_paths
 
 ConfigKind = Literal["kubernetes", "terraform"]
 CONFIG_KINDS: tuple[str, ...] = ("kubernetes", "terraform")
@@ -222,15 +223,22 @@ class ParsedConfig:
         """The document the project's Rego policies evaluate.
 
         Names are computed once here, in Python, so a policy's `resource` is byte-identical to the name every other
-        consumer (oracle dedup, model answers, patch checks) uses. Terraform resources come grouped by type (and
-        mode) because every Terraform rule starts from one resource type: the grouping halves evaluation time.
+        consumer (oracle dedup, model answers, patch checks) uses; so are a Kubernetes object's pod spec paths
+        (pod_specs.py), so the policies find pods exactly where the baseline and the verifier do. Terraform
+        resources come grouped by type (and mode) because every Terraform rule starts from one resource type: the
+        grouping halves evaluation time.
         """
         names = self._policy_name_list()
         if self.kind == "kubernetes":
             return {
                 "kind": self.kind,
                 "resources": [
-                    {"name": name, "kind": r.kind, "object": r.body}
+                    {
+                        "name": name,
+                        "kind": r.kind,
+                        "object": r.body,
+                        "pod_specs": [list(path) for path in pod_spec_paths(r.body)],
+                    }
                     for name, r in zip(names, self.resources, strict=True)
                 ],
             }

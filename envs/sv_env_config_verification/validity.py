@@ -13,8 +13,9 @@ Kubernetes
   run by jsonschema; they are read from the installed package, never fetched. A document that is not an object
   (loading.SkippedEntry) is a schema problem too.
   Kinds without a schema (CRDs such as an Argo Rollout): a pod template at spec.template or
-  spec.jobTemplate.spec.template is validated against the core PodTemplateSpec; the rest of the object cannot be,
-  and the resource is named in `unvalidated` (results.jsonl details). Credit is not withheld for it: the scanners'
+  spec.jobTemplate.spec.template is validated against the core PodTemplateSpec, and every other pod spec the
+  labels find (pod_specs.py, by shape) against the core PodSpec; the rest of the object cannot be, and the
+  resource is named in `unvalidated` (results.jsonl details). Credit is not withheld for it: the scanners'
   verdict on it stands, and the details say what was not checked. A built-in kind under an apiVersion that does
   not serve it is a schema problem, so renaming the apiVersion cannot switch validation off.
 
@@ -59,6 +60,7 @@ from yaml.constructor import SafeConstructor
 from sv_env_config_verification import hcltext
 from sv_env_config_verification.loading import ConfigResource, ParsedConfig, json_key, parse_config
 from sv_env_config_verification.patching import PatchErrorReason
+from sv_env_config_verification.pod_specs import pod_specs
 
 VALIDATOR_PACKAGE = "kubernetes-validate"
 MAX_SCHEMA_ERRORS = 100
@@ -69,7 +71,9 @@ MAX_MESSAGE_CHARS = 300
 # kubernetes-validate's own rule for a schema file's name: the API group's first label and the version
 # ("rbac.authorization.k8s.io/v1" -> "rbac-v1", "apps/v1" -> "apps-v1", "v1" -> "v1").
 _API_GROUP = re.compile(r"^([^./]*)(?:\.[^/]*)?/")
-_POD_TEMPLATE = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.api.core.v1.PodTemplateSpec"
+_DEFINITIONS = "https://kubernetes.io/api/_definitions.json#/$defs/"
+_POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
+_POD_SPEC = "io.k8s.api.core.v1.PodSpec"
 # Where custom resources conventionally keep a pod template (Argo Rollout, OpenKruise CloneSet; CronJob-like kinds).
 _TEMPLATE_PATHS: tuple[tuple[str, ...], ...] = (("spec", "template"), ("spec", "jobTemplate", "spec", "template"))
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -212,8 +216,8 @@ def _validator(schema_file: str) -> Draft202012Validator:
 
 
 @cache
-def _template_validator() -> Draft202012Validator:
-    return Draft202012Validator({"$ref": _POD_TEMPLATE}, registry=_registry())
+def _definition_validator(definition: str) -> Draft202012Validator:
+    return Draft202012Validator({"$ref": _DEFINITIONS + definition}, registry=_registry())
 
 
 def _schema_errors(
@@ -235,13 +239,21 @@ def _schema_errors(
         yield Problem(PatchErrorReason.INVALID_SCHEMA, where, _short(error.message), line)
 
 
-def _pod_templates(body: Mapping[str, Any]) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+def _pod_parts(body: Mapping[str, Any]) -> Iterator[tuple[tuple[str, ...], dict[str, Any], str]]:
+    """(path, value, core definition) of what a kind without a schema holds of a pod: a pod template where custom
+    resources conventionally keep one, and every other pod spec the labels find (pod_specs.py) on its own, so no pod
+    a label can come from goes unvalidated (a `containers:` turned into a mapping is a schema problem there too)."""
+    covered: set[tuple[str, ...]] = set()
     for path in _TEMPLATE_PATHS:
         node: Any = body
         for key in path:
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict):
-            yield path, node
+            covered.add((*path, "spec"))
+            yield path, node, _POD_TEMPLATE
+    for path, spec in pod_specs(body):
+        if path not in covered:
+            yield path, spec, _POD_SPEC
 
 
 def _kubernetes(parsed: ParsedConfig, text: str) -> Validity:
@@ -260,11 +272,11 @@ def _kubernetes(parsed: ParsedConfig, text: str) -> Validity:
         if served:
             message = f"apiVersion {api_version!r} does not serve kind {resource.kind!r} in Kubernetes"
             problems.add(Problem(PatchErrorReason.INVALID_SCHEMA, resource.name, message, resource.line))
-        templates = list(_pod_templates(resource.body))
-        for path, template in templates:
-            problems.update(_schema_errors(parsed, resource, _template_validator(), template, path))
-        checked = ", ".join(_dotted(path) for path, _ in templates)
-        what = f"only its pod template ({checked}) was validated" if templates else "nothing in it was validated"
+        parts = list(_pod_parts(resource.body))
+        for path, part, definition in parts:
+            problems.update(_schema_errors(parsed, resource, _definition_validator(definition), part, path))
+        checked = ", ".join(_dotted(path) for path, _, _ in parts)
+        what = f"only its pod template ({checked}) was validated" if parts else "nothing in it was validated"
         unvalidated.append(f"{resource.name}: no schema for {api_version} {resource.kind}; {what}")
     return Validity(frozenset(problems), tuple(unvalidated))
 

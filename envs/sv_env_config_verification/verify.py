@@ -37,8 +37,9 @@ from sv_env_config_verification.config import Config
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, parse_config
 from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
+from sv_env_config_verification.pod_specs import pod_specs
 from sv_env_config_verification.schema import CANONICAL, findings_from_json, parse_answer
-from sv_env_config_verification.synth import dump_yaml, pod_spec_of
+from sv_env_config_verification.synth import dump_yaml
 from sv_env_config_verification.validity import check_config, new_problems, original_validity, validator_versions
 from sv_shared.answers.metrics import Outcome, binary_rates, mean_or_none, paired_rate_columns, reward_summary
 from sv_shared.answers.rewards import RewardWeights, configured_reward, failed_components
@@ -216,9 +217,10 @@ def _named(items: Any) -> set[str]:
 def destructive_change(before: ParsedConfig, after: ParsedConfig) -> str | None:
     """Why the patched config no longer does what the original did (None when it still does).
 
-    Destructive: a resource (Kubernetes object / Terraform resource) removed; a workload's containers removed or
-    emptied; replicas or count set to 0; a spec, RBAC rule list or Service port list emptied; a Terraform resource
-    body emptied. Fixing a finding by deleting what it is about earns no patch credit.
+    Destructive: a resource (Kubernetes object / Terraform resource) removed; a pod spec (pod_specs.py, any kind)
+    gone from its path, or its containers removed or emptied; replicas or count set to 0; a spec, RBAC rule list or
+    Service port list emptied; a Terraform resource body emptied. Fixing a finding by deleting what it is about
+    earns no patch credit.
     """
     after_by_name: dict[str, list[Any]] = {}
     for resource in after.resources:
@@ -236,10 +238,13 @@ def destructive_change(before: ParsedConfig, after: ParsedConfig) -> str | None:
             continue
         if isinstance(body.get("spec"), dict) and body["spec"] and not new.get("spec"):
             return f"{resource.name}: spec was emptied"
-        old_spec, new_spec = pod_spec_of(body), pod_spec_of(new)
-        if old_spec is not None:
-            if new_spec is None or not new_spec.get("containers"):
-                return f"{resource.name}: the pod has no containers left"
+        # Every pod spec where the labels find one (pod_specs.py): moving one elsewhere or renaming its containers
+        # field hides it from the labels, so a pod spec must stay at its path with its containers.
+        new_specs = dict(pod_specs(new))
+        for path, old_spec in pod_specs(body):
+            new_spec = new_specs.get(path)
+            if new_spec is None or (old_spec.get("containers") and not new_spec.get("containers")):
+                return f"{resource.name}: the pod at {'.'.join(path)} has no containers left"
             for key in _CONTAINER_LISTS:
                 lost = _named(old_spec.get(key)) - _named(new_spec.get(key))
                 if lost:
@@ -560,7 +565,7 @@ class ConfigVerifier(CompletionVerifier):
     the scanners is expensive and many uses of the environment (prompts, splits) never need them. The data
     loaders, the tool-oracle baseline and the tool episodes share it through `oracle`."""
 
-    version = "e2-verifier-4"
+    version = "e2-verifier-5"
 
     def __init__(self, config: Config, *, oracle: Oracle | None = None) -> None:
         self.settings = VerifierSettings.from_config(config)

@@ -13,17 +13,18 @@ host_namespace_fields := ["hostNetwork", "hostPID", "hostIPC"]
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
+	some [at, spec] in lib.pod_specs(r)
 	some field in host_namespace_fields
 	spec[field] == true
-	f := lib.finding(rules, "SV-K8S-002", r.name, lib.spec_path(r, [field]), "shares a host namespace")
+	f := lib.finding(rules, "SV-K8S-002", r.name, array.concat(at, [field]), "shares a host namespace")
 }
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
+	some [at, spec] in lib.pod_specs(r)
+	is_array(spec.volumes) # like containers: volumes that are not a list are invalid input and mount nothing
 	some k, volume in spec.volumes
 	volume.hostPath != null
-	path := lib.spec_path(r, ["volumes", k, "hostPath"])
+	path := array.concat(at, ["volumes", k, "hostPath"])
 	f := lib.finding(rules, "SV-K8S-009", r.name, path, "mounts a hostPath volume")
 }

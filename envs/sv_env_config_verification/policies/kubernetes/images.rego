@@ -25,11 +25,10 @@ unpinned_message := {"": "uses an untagged image", "latest": "uses the :latest i
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	is_string(c.image)
 	not contains(c.image, "@") # pinned by digest
 	message := unpinned_message[image_tag(c.image)]
-	f := lib.finding(rules, "SV-K8S-008", r.name, lib.container_path(r, field, j, ["image"]), message)
+	f := lib.finding(rules, "SV-K8S-008", r.name, lib.container_path(at, field, j, ["image"]), message)
 }

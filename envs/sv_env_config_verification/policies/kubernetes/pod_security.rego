@@ -26,21 +26,19 @@ dangerous_capabilities := {
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	c.securityContext.privileged == true
-	path := lib.container_path(r, field, j, ["securityContext", "privileged"])
+	path := lib.container_path(at, field, j, ["securityContext", "privileged"])
 	f := lib.finding(rules, "SV-K8S-001", r.name, path, "runs privileged")
 }
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	lib.effective(spec, c, "runAsUser") == 0
-	path := lib.container_path(r, field, j, [])
+	path := lib.container_path(at, field, j, [])
 	f := lib.finding(rules, "SV-K8S-003", r.name, path, "runs as root (runAsUser: 0)")
 }
 
@@ -54,45 +52,41 @@ non_root_uid(uid) if {
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	uid := lib.effective(spec, c, "runAsUser")
 	uid != 0
 	not non_root_uid(uid)
 	lib.effective(spec, c, "runAsNonRoot") != true
-	path := lib.container_path(r, field, j, [])
+	path := lib.container_path(at, field, j, [])
 	f := lib.finding(rules, "SV-K8S-003", r.name, path, "sets neither runAsNonRoot: true nor a non-zero runAsUser")
 }
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	object.get(c, ["securityContext", "allowPrivilegeEscalation"], null) != false
-	path := lib.container_path(r, field, j, [])
+	path := lib.container_path(at, field, j, [])
 	f := lib.finding(rules, "SV-K8S-004", r.name, path, "does not set allowPrivilegeEscalation: false")
 }
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	object.get(c, ["securityContext", "readOnlyRootFilesystem"], null) != true
-	path := lib.container_path(r, field, j, [])
+	path := lib.container_path(at, field, j, [])
 	f := lib.finding(rules, "SV-K8S-006", r.name, path, "does not set readOnlyRootFilesystem: true")
 }
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	some k, cap in c.securityContext.capabilities.add
 	is_string(cap)
 	trim_prefix(upper(cap), "CAP_") in dangerous_capabilities
-	path := lib.container_path(r, field, j, ["securityContext", "capabilities", "add", k])
+	path := lib.container_path(at, field, j, ["securityContext", "capabilities", "add", k])
 	f := lib.finding(rules, "SV-K8S-007", r.name, path, "adds a dangerous capability")
 }

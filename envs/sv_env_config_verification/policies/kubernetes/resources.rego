@@ -22,11 +22,9 @@ has_limit(container, key) if {
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
-	is_object(c) # a malformed entry has no limits to miss; other rules skip it through object.get
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	some key, rule_id in limit_rules
 	not has_limit(c, key)
-	f := lib.finding(rules, rule_id, r.name, lib.container_path(r, field, j, []), limit_messages[key])
+	f := lib.finding(rules, rule_id, r.name, lib.container_path(at, field, j, []), limit_messages[key])
 }

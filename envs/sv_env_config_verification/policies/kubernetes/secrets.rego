@@ -46,14 +46,13 @@ secret_env(e) if {
 
 deny contains f if {
 	some r in input.resources
-	spec := lib.pod_spec(r)
-	some field in lib.container_fields
-	some j, c in spec[field]
+	some [at, spec] in lib.pod_specs(r)
+	some [field, j, c] in lib.containers(spec)
 	some k, e in c.env
 	is_string(e.name)
 	is_string(e.value)
 	e.value != ""
 	secret_env(e)
-	path := lib.container_path(r, field, j, ["env", k, "name"])
+	path := lib.container_path(at, field, j, ["env", k, "name"])
 	f := lib.finding(rules, "SV-K8S-011", r.name, path, "sets a literal secret in an environment variable")
 }
