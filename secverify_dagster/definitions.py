@@ -64,41 +64,53 @@ ASSETS = [
 ]
 """Every asset as built; the definitions hold them governed: owners, kinds and code versions (assets/governance.py)."""
 
-defs = dg.Definitions(
-    assets=govern(ASSETS),
-    asset_checks=[
-        *(check for env in ENVIRONMENTS for check in build_dataset_checks(env)),
-        *(build_regression_check(env) for env in ENVIRONMENTS),
-        *TRAINING_CHECKS,
-        *(
-            build_review_check(env.env_id, load_sft_dataset_settings().review)
-            for env in ENVIRONMENTS
-            if isinstance(env.verifier, CompletionVerifier)
-        ),
-    ],
-    jobs=[
-        *(data_job(env.env_id, _default_sources(env)) for env in ENVIRONMENTS),
-        eval_job,
-        *(report_job(env.env_id) for env in ENVIRONMENTS),
-        all_reports_job,
-        tournament_job,
-        approve_checkpoint_job,
-        benchmark_sheet_job,
-    ],
-    schedules=[
-        weekly_sweep,
-        biweekly_full_eval,
-        biweekly_tournament,
-        nightly_regression,
-        *REPORT_SCHEDULES,
-        biweekly_benchmark_sheet,
-    ],
-    sensors=[new_model_sensor, run_failure_recorder],
-    resources={
-        "models": ModelRegistryResource(),
-        "artifacts": ArtifactStoreResource(),
-        "tracking": TrackingResource(),
-        "gpu": GpuResource(),
-        "vllm": VllmResource(),
-    },
-)
+
+def build_definitions(executor: dg.ExecutorDefinition = dg.in_process_executor) -> dg.Definitions:
+    """The project's definitions with `executor` for every job that does not choose its own.
+
+    Locally every step of a run shares the run's process: a backfill of a model over environments loads the local
+    model once, not once per environment's step (and a step starts in milliseconds, not seconds). The Kubernetes code
+    location passes its per-step pod executor (deploy/k8s/code_location.py)."""
+    return dg.Definitions(
+        assets=govern(ASSETS),
+        asset_checks=[
+            *(check for env in ENVIRONMENTS for check in build_dataset_checks(env)),
+            *(build_regression_check(env) for env in ENVIRONMENTS),
+            *TRAINING_CHECKS,
+            *(
+                build_review_check(env.env_id, load_sft_dataset_settings().review)
+                for env in ENVIRONMENTS
+                if isinstance(env.verifier, CompletionVerifier)
+            ),
+        ],
+        jobs=[
+            *(data_job(env.env_id, _default_sources(env)) for env in ENVIRONMENTS),
+            eval_job,
+            *(report_job(env.env_id) for env in ENVIRONMENTS),
+            all_reports_job,
+            tournament_job,
+            approve_checkpoint_job,
+            benchmark_sheet_job,
+        ],
+        schedules=[
+            weekly_sweep,
+            biweekly_full_eval,
+            biweekly_tournament,
+            nightly_regression,
+            *REPORT_SCHEDULES,
+            biweekly_benchmark_sheet,
+        ],
+        sensors=[new_model_sensor, run_failure_recorder],
+        resources={
+            "models": ModelRegistryResource(),
+            "artifacts": ArtifactStoreResource(),
+            "tracking": TrackingResource(),
+            "gpu": GpuResource(),
+            "vllm": VllmResource(),
+        },
+        executor=executor,
+    )
+
+
+defs = build_definitions()
+"""What `dagster dev`, the CLI and the tests load."""

@@ -18,9 +18,11 @@ from secverify_dagster.assets.keys import (
     JUDGE_VALIDATION,
     TOURNAMENT,
     ablations_key,
+    checkpoint_evals_key,
     checkpoint_key,
     curated_key,
     eval_key,
+    recipes_trained_on,
     report_key,
     sft_dataset_key,
     synthetic_batch_key,
@@ -28,7 +30,7 @@ from secverify_dagster.assets.keys import (
 )
 from secverify_dagster.concurrency import PROVIDER_TAG, provider_tags
 from secverify_dagster.definitions import RECIPES, defs
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION, MODELS_PARTITION
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import ModelSpec, default_registry_path, load_registry, reachability
 from secverify_dagster.resources.vllm import VllmResource
@@ -36,7 +38,7 @@ from secverify_dagster.schedules.sweeps import nightly_regression, weekly_sweep
 from secverify_dagster.sensors.new_models import new_model_sensor
 from sv_shared.config import read_yaml
 from sv_shared.registry import ENV_IDS, get_environment, implemented_env_ids
-from sv_shared.training.recipes import SftRecipe
+from sv_shared.training.recipes import RlftRecipe, SftRecipe
 
 GRAPH = defs.resolve_asset_graph()
 
@@ -88,14 +90,27 @@ def _checkpoints_reading(env_id: str) -> set[dg.AssetKey]:
     return {key for key in downstream if key.path[0] == "training"}
 
 
+def _recipe_of(key: dg.AssetKey) -> SftRecipe | RlftRecipe:
+    return next(
+        recipe
+        for recipe in RECIPES
+        if key.path[1:3] == ["sft" if isinstance(recipe, SftRecipe) else "rlft", recipe.name]
+    )
+
+
 def test_evals_and_reports_read_only_their_own_environment() -> None:
     for env_id in implemented_env_ids():
         assert {_env_of(key) for key in _upstream(eval_key(env_id))} == {env_id}
     for env_id in ("e1", "e2", "e3", "e4"):
-        assert {_env_of(key) for key in _upstream(report_key(env_id))} == {env_id}
-        assert GRAPH.get(report_key(env_id)).parent_keys == {eval_key(env_id), ablations_key(env_id)}
-        assert GRAPH.get(ablations_key(env_id)).parent_keys == {eval_key(env_id)}
-        # Re-curating one of them reaches only its own synthetic set, evals and report.
+        checkpoint_evals = {checkpoint_evals_key(kind, name) for kind, name in recipes_trained_on(env_id)}
+        assert checkpoint_evals, env_id
+        # A report reads its environment's runs: the swept evals and the evals of checkpoints trained on it ...
+        assert GRAPH.get(report_key(env_id)).parent_keys == {eval_key(env_id), ablations_key(env_id), *checkpoint_evals}
+        assert GRAPH.get(ablations_key(env_id)).parent_keys == {eval_key(env_id), *checkpoint_evals}
+        # ... and other environments' data only through those checkpoints' training (a mixed recipe's).
+        through_training = set(dg.AssetSelection.assets(*checkpoint_evals).upstream().resolve(GRAPH))
+        assert {_env_of(key) for key in _upstream(report_key(env_id)) - through_training} == {env_id}
+        # Re-curating one of them reaches its own synthetic set, evals and report ...
         downstream = dg.AssetSelection.assets(curated_key(env_id)).downstream().resolve(GRAPH)
         own = {
             curated_key(env_id),
@@ -104,18 +119,29 @@ def test_evals_and_reports_read_only_their_own_environment() -> None:
             report_key(env_id),
             synthetic_batch_key(env_id),
             ablations_key(env_id),
-        }
-        # Downstream of every environment: the training lineage, governance and the benchmark sheet.
-        assert {key for key in downstream if key.path[0] not in ("training", "governance", "benchmark_sheet")} == {
-            *own,
             sft_dataset_key(env_id),
         }
-        # ... and the checkpoints trained on its data (or continuing one that was), nothing else.
-        trained_on = {key for key in downstream if key.path[0] == "training"}
-        assert trained_on == _checkpoints_reading(env_id)
+        # ... the checkpoints trained on its data (or continuing one that was), their evals, and the reports of the
+        # environments those checkpoints are evaluated on; beyond that, governance and the benchmark sheet.
+        trained_on = _checkpoints_reading(env_id)
+        envs_of_checkpoints = {e for key in trained_on for e in _recipe_of(key).envs}
+        reports_of_checkpoints = {k(e) for e in envs_of_checkpoints for k in (report_key, ablations_key)}
+        assert {key for key in downstream if key.path[0] not in ("training", "governance", "benchmark_sheet")} == {
+            *own,
+            *reports_of_checkpoints,
+        }
+        assert {key for key in downstream if key.path[0] == "training"} == trained_on | {
+            checkpoint_evals_key(*key.path[1:3]) for key in trained_on
+        }
     # Dialogue reports also show the latest tournament (its rounds are E5 dialogues).
-    assert GRAPH.get(report_key("e5")).parent_keys == {eval_key("e5"), ablations_key("e5"), TOURNAMENT}
-    assert GRAPH.get(report_key("e6")).parent_keys == {eval_key("e6"), ablations_key("e6"), TOURNAMENT}
+    for env_id in ("e5", "e6"):
+        checkpoint_evals = {checkpoint_evals_key(kind, name) for kind, name in recipes_trained_on(env_id)}
+        assert GRAPH.get(report_key(env_id)).parent_keys == {
+            eval_key(env_id),
+            ablations_key(env_id),
+            TOURNAMENT,
+            *checkpoint_evals,
+        }
 
 
 def test_the_only_edges_between_environments_are_the_declared_red_team_feedback() -> None:
@@ -127,8 +153,16 @@ def test_the_only_edges_between_environments_are_the_declared_red_team_feedback(
     }
     assert crossing == {("e6/eval_results", "e5/synthetic"), ("e5/eval_results", "e6/synthetic")}
     # The tournament's rounds are stored as E5 eval runs, which E6's synthetic set reads with the others.
-    assert GRAPH.get(synthetic_key("e6")).parent_keys == {curated_key("e6"), eval_key("e5"), TOURNAMENT}
-    assert GRAPH.get(synthetic_key("e5")).parent_keys == {curated_key("e5"), eval_key("e6")}
+    # So do the evals of checkpoints trained on E5.
+    e5_checkpoint_evals = {checkpoint_evals_key(kind, name) for kind, name in recipes_trained_on("e5")}
+    assert GRAPH.get(synthetic_key("e6")).parent_keys == {
+        curated_key("e6"),
+        eval_key("e5"),
+        TOURNAMENT,
+        *e5_checkpoint_evals,
+    }
+    e6_checkpoint_evals = {checkpoint_evals_key(kind, name) for kind, name in recipes_trained_on("e6")}
+    assert GRAPH.get(synthetic_key("e5")).parent_keys == {curated_key("e5"), eval_key("e6"), *e6_checkpoint_evals}
 
 
 def _stale_status(instance: dg.DagsterInstance) -> CachingStaleStatusResolver:
@@ -153,6 +187,8 @@ def test_recurating_e1_leaves_e4_evals_and_report_fresh() -> None:
             materialized(curated_key(env_id))
             for model_id in models:
                 materialized(eval_key(env_id), model_id)
+            for kind, name in recipes_trained_on(env_id):
+                materialized(checkpoint_evals_key(kind, name))
             materialized(ablations_key(env_id))
             materialized(report_key(env_id))
         before = _stale_status(instance)
@@ -278,11 +314,13 @@ def test_weekly_sweep_requests_one_n_10_run_per_model_that_can_answer() -> None:
             "tool-oracle": "baseline",
         }
         assert all(r.tags["secverify/cadence"] == "weekly" for r in requests)
+        # N=10 on the full split only: the weekly trend does not pay for E1's ablated views, and says so.
         assert all(
-            r.run_config["ops"][f"{key.path[0]}__eval_results"]["config"]["n"] == 10
+            r.run_config["ops"][f"{key.path[0]}__eval_results"]["config"] == {"seed": 42, "n": 10, "views": []}
             for r in requests
             for key in r.asset_selection or []
         )
+        assert {r.tags["secverify/views"] for r in requests} == {"none"}
         eval_job = defs.resolve_job_def("eval_job")
         for request in requests:  # what the daemon launches: the job narrowed to the request's assets, its config
             dg.validate_run_config(
@@ -388,7 +426,9 @@ def test_red_team_assets_jobs_and_tournament_schedule() -> None:
     assert {"e5/raw_jbb", "e5/raw_harmbench", "e5/curated_splits", "e6/raw_jbb", "e6/synthetic"} <= keys
     assert {"judges/validation", "redteam/tournament", "e5/report", "e6/report"} <= keys
     # It plays its own E5 dialogues: it reads E5's curated split and the judges' measured error, no eval asset.
-    assert GRAPH.get(TOURNAMENT).parent_keys == {JUDGE_VALIDATION, curated_key("e5")}
+    # ... and the checkpoints of the recipes that train attackers (E5) or defenders (E6): its advancing entrants.
+    redteam_checkpoints = {checkpoint_key(kind, name) for e in ("e5", "e6") for kind, name in recipes_trained_on(e)}
+    assert GRAPH.get(TOURNAMENT).parent_keys == {JUDGE_VALIDATION, curated_key("e5"), *redteam_checkpoints}
     # Its entrants include the local model: its runs queue with the local model's eval runs (dagster.yaml).
     assert defs.resolve_job_def("tournament_job").tags[PROVIDER_TAG] == "local_transformers"
     with dg.instance_for_test() as instance:
@@ -403,7 +443,10 @@ def test_red_team_assets_jobs_and_tournament_schedule() -> None:
 def test_the_asset_graph_draws_the_training_lineage() -> None:
     graph = defs.resolve_asset_graph()
     sft, rlft = dg.AssetKey(["training", "sft", "e1"]), dg.AssetKey(["training", "rlft", "e1"])
-    assert graph.get(sft).parent_keys == {dg.AssetKey(["e1", "sft_dataset"])}
+    assert graph.get(sft).parent_keys == {
+        dg.AssetKey(["e1", "sft_dataset"]),
+        dg.AssetKey(["models", "smollm2-135m-instruct"]),
+    }
     assert graph.get(rlft).parent_keys == {sft, dg.AssetKey(["e1", "curated_splits"])}
     assert graph.get(dg.AssetKey(["e1", "sft_dataset"])).parent_keys == {
         dg.AssetKey(["e1", "curated_splits"]),
@@ -412,4 +455,10 @@ def test_the_asset_graph_draws_the_training_lineage() -> None:
     }
     for checkpoint in (sft, rlft):
         assert graph.get_check_spec(dg.AssetCheckKey(checkpoint, "safety_scan")).blocking
-    assert defs.resolve_job_def("approve_checkpoint_job") is not None
+        # base model → SFT checkpoint → RLFT checkpoint → its evals → the report: retraining makes them stale.
+        evals = checkpoint_evals_key(*checkpoint.path[1:3])
+        assert graph.get(evals).parent_keys == {checkpoint, curated_key("e1")}
+        assert evals in graph.get(report_key("e1")).parent_keys
+    assert graph.get(dg.AssetKey(["models", "smollm2-135m-instruct"])).is_external
+    approval = defs.resolve_job_def("approve_checkpoint_job")
+    assert approval.partitions_def == dg.DynamicPartitionsDefinition(name=AWAITING_APPROVAL_PARTITION)

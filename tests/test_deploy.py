@@ -40,6 +40,7 @@ from postgres_server import PostgresServer, running_postgres
 
 from secverify_dagster.assets.keys import checkpoint_key, curated_key, eval_key
 from secverify_dagster.definitions import RECIPES, defs
+from secverify_dagster.jobs import eval_job
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.models import load_registry, reachability
 from sv_shared.training.recipes import SftRecipe
@@ -431,16 +432,17 @@ def test_a_training_step_pod_requests_gpus_only_for_a_gpu_recipe(recipe: Any, tm
         assert "nvidia.com/gpu" not in limits and not pod.get("tolerations")
 
 
-def test_k8s_code_location_runs_each_step_in_its_own_pod_where_the_project_keeps_the_default_executor() -> None:
+def test_k8s_code_location_runs_each_step_in_its_own_pod_where_the_project_runs_steps_in_process() -> None:
     import runpy
 
     location = runpy.run_path(str(K8S / "code_location.py"))["defs"]
     assert location.resolve_asset_graph().get_all_asset_keys() == defs.resolve_asset_graph().get_all_asset_keys()
-    default = dg.multi_or_in_process_executor.name
+    # Locally every job (backfills' implicit asset job included) runs its steps in the run's process.
+    assert {job.executor_def.name for job in defs.resolve_all_job_defs()} == {dg.in_process_executor.name}
+    chosen = {eval_job.name: eval_job.executor_def.name}
     for job in defs.resolve_all_job_defs():
-        chosen = job.executor_def.name
         # A job that chose its executor keeps it; the others (training materialized from the UI included) go k8s.
-        assert location.resolve_job_def(job.name).executor_def.name == ("k8s" if chosen == default else chosen)
+        assert location.resolve_job_def(job.name).executor_def.name == chosen.get(job.name, "k8s")
     assert location.resolve_implicit_global_asset_job_def().executor_def.name == "k8s"
     (user_code,) = _pod_spec("Deployment", "secverify-user-code")["containers"]
     assert "deploy/k8s/code_location.py" in user_code["args"]

@@ -8,6 +8,7 @@ import argparse
 import getpass
 import json
 import multiprocessing
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from sv_shared.data.review_decisions import (
 )
 from sv_shared.registry import get_environment
 from sv_shared.training.sft_data import build_sft_dataset, read_sft_dataset
-from sv_shared.training.synthetic_gate import ReviewOverride, gate_batches
+from sv_shared.training.synthetic_gate import UNFINISHED, ReviewOverride, gate_batches
 
 E1 = get_environment("e1")
 REPO = Path(__file__).resolve().parents[1]
@@ -391,6 +392,14 @@ def test_sft_dataset_asset_shows_dropped_batches_and_overrides(batch: SyntheticB
     plain = materialize({})
     assert plain["synthetic_batches"] == ["b0"] and plain["review_overrides"] == []
     assert plain["dropped_batches"] == [{"batch": "b1", "reason": "5 of 5 sampled examples not reviewed"}]
+    # A batch whose build stopped part-way (no batch.json yet) is listed as dropped, with why, not passed over.
+    half_built = outputs / "datasets" / "e1" / "batches" / "b2"
+    (half_built / "samples").mkdir(parents=True)
+    assert materialize({})["dropped_batches"] == [
+        {"batch": "b2", "reason": UNFINISHED},
+        {"batch": "b1", "reason": "5 of 5 sampled examples not reviewed"},
+    ]
+    shutil.rmtree(half_built)
 
     override = {"batch": "b1", "reason": "reviewed in the meeting", "by": "lead"}
     overridden = materialize({"override_review": [override]})

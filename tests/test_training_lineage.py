@@ -16,13 +16,16 @@ import pytest
 import yaml
 from tiny_models import save_tiny_model, smollm2_tokenizer
 
-from secverify_dagster.assets.training import approve_checkpoint_job
+from secverify_dagster.assets.keys import checkpoint_key
+from secverify_dagster.assets.training import approve_checkpoint_job, materialized_checkpoint
+from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION
 from secverify_dagster.reports.environment_report import build_report
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import RegistryError, load_registry, require_promoted
 from secverify_dagster.resources.training import TrackingResource
 from secverify_dagster.runner.datasets import EvalDataset
 from secverify_dagster.runner.eval_runner import EvalRunner
+from secverify_dagster.training.checkpoint_evals import evaluate_checkpoint
 from secverify_dagster.training.checkpoints import train_joint, train_rlft, train_sft
 from secverify_dagster.training.parents import trainable_model_folder
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
@@ -193,14 +196,21 @@ def test_promotion_needs_a_passing_scan_then_an_approval(trained: dict[str, Any]
     assert scan.samples == 2 and scan.parent_model == trained["sft"].model_id
     # Two conversations, at most two unsafe, an allowance of two over the parent: this scan passes by its settings.
     assert scan.passed, scan.reason
-    # A reviewer approves from the UI: the approve_checkpoint job, its op configured in the launchpad.
-    approval = {"model_id": model_id, "approver": "ana", "note": "looked at the scan"}
+    # A reviewer approves from the UI: the approve_checkpoint job's partitions are the checkpoints awaiting a
+    # decision (a passing scan check adds one), its op configured in the launchpad.
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(AWAITING_APPROVAL_PARTITION, [model_id])
+    approval = {"approver": "ana", "note": "looked at the scan"}
     result = approve_checkpoint_job.execute_in_process(
         run_config={"ops": {"record_approval_op": {"config": approval}}},
         resources={"artifacts": ArtifactStoreResource(root=str(paths.root))},
+        instance=instance,
+        partition_key=model_id,
     )
     assert result.success
     assert load_registry()[model_id].promoted
+    # Decided: the launchpad no longer offers it.
+    assert model_id not in instance.get_dynamic_partitions(AWAITING_APPROVAL_PARTITION)
     rows = {row["model_id"]: row for row in checkpoint_rows(paths)}
     assert rows[model_id]["promoted"] and not rows[trained["sft"].model_id]["promoted"]
     rejected = approve_checkpoint(model_id, paths=paths, approver="bo", decision="reject", note="second look")
@@ -208,11 +218,14 @@ def test_promotion_needs_a_passing_scan_then_an_approval(trained: dict[str, Any]
 
 
 def test_approving_an_unknown_checkpoint_from_the_ui_fails_naming_it(project: Path) -> None:
-    approval = {"model_id": "no-such-checkpoint", "approver": "ana"}
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(AWAITING_APPROVAL_PARTITION, ["no-such-checkpoint"])
     with pytest.raises(dg.Failure, match="no-such-checkpoint"):
         approve_checkpoint_job.execute_in_process(
-            run_config={"ops": {"record_approval_op": {"config": approval}}},
+            run_config={"ops": {"record_approval_op": {"config": {"approver": "ana"}}}},
             resources={"artifacts": ArtifactStoreResource(root=str(TrainingPaths.default().root))},
+            instance=instance,
+            partition_key="no-such-checkpoint",
         )
 
 
@@ -289,3 +302,55 @@ def test_the_joint_stage_alternates_sides_and_the_tournament_records_each_round(
         (2, attacker.model_id, "policy-defender"),
         (3, attacker.model_id, defender.model_id),
     ]
+
+
+def test_a_checkpoints_evals_compare_it_with_its_parent_and_base_and_resume(trained: dict[str, Any]) -> None:
+    paths, sft, rlft = trained["paths"], trained["sft"], trained["rlft"]
+    registry = load_registry()
+    evals = evaluate_checkpoint(rlft, paths=paths, registry=registry, log=lambda _: None)
+    (e1,) = evals.comparisons
+    roles = [(result.role, result.model_id) for result in e1.results]
+    assert roles == [("checkpoint", rlft.model_id), ("parent", sft.model_id), ("base", "tiny")]
+    # The same items for all three (seed 42, E1's default N), paired item by item.
+    n = e1.results[0].n
+    assert {result.n for result in e1.results} == {n} and n > 0
+    assert {role: delta["n"] for role, delta in e1.deltas.items()} == {"parent": n, "base": n}
+    for role, delta in e1.deltas.items():
+        mine = {record["id"]: record["reward"] for record in _results(e1.results[0].run_dir)}
+        theirs = {
+            record["id"]: record["reward"] for record in _results(e1.results[[r for r, _ in roles].index(role)].run_dir)
+        }
+        assert delta["delta"] == pytest.approx(sum(mine.values()) / n - sum(theirs.values()) / n)
+    assert json.loads(evals.path.read_text(encoding="utf-8")) == json.loads(json.dumps(evals.as_dict()))
+    assert evals.promotion.startswith("not promoted") or evals.promotion == "promoted"
+    # Evaluated again (the sensor's backfill, a re-materialization): the complete runs are resumed, not redone.
+    sizes = {result.run_dir: (result.run_dir / "results.jsonl").stat().st_size for result in e1.results}
+    again = evaluate_checkpoint(rlft, paths=paths, registry=registry, log=lambda _: None)
+    assert {
+        result.run_dir: (result.run_dir / "results.jsonl").stat().st_size for result in again.comparisons[0].results
+    } == sizes
+    assert again.comparisons[0].deltas == e1.deltas
+
+
+def test_a_checkpoints_evals_read_the_checkpoint_its_asset_materialized(trained: dict[str, Any]) -> None:
+    paths, rlft = trained["paths"], trained["rlft"]
+    instance = dg.DagsterInstance.ephemeral()
+    # Never materialized here (trained through the CLI functions): the newest on disk, said so.
+    manifest, source = materialized_checkpoint(instance, "rlft", "tiny-grpo", paths)
+    assert manifest.model_id == rlft.model_id and "never materialized" in source
+    # Materialized: exactly the checkpoint the event names, even when a newer one of the recipe is on disk.
+    older = trained["sft"]
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(asset_key=checkpoint_key("sft", "tiny-sft"), metadata={"model_id": older.model_id})
+    )
+    manifest, source = materialized_checkpoint(instance, "sft", "tiny-sft", paths)
+    assert manifest.model_id == older.model_id
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(asset_key=checkpoint_key("sft", "tiny-sft"), metadata={"model_id": "tiny.sft.gone"})
+    )
+    with pytest.raises(TrainingError, match=r"tiny\.sft\.gone"):
+        materialized_checkpoint(instance, "sft", "tiny-sft", paths)
+
+
+def _results(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines() if line]

@@ -4,11 +4,11 @@
 Per-step pods are what let a GPU-profile training step ask for a GPU node through its op tags
 (secverify_dagster/assets/training.py) while data, eval and report steps of the same run stay on CPU nodes; a run's
 own pod only orchestrates. A job that chose its own executor keeps it (the eval job runs a model's environments in
-its run's process, so one pod per eval run). Locally the project keeps Dagster's default executors."""
+its run's process, so one pod per eval run). Locally the project's jobs run their steps in the run's process."""
 
 import dagster as dg
 from dagster_k8s import k8s_job_executor
 
-from secverify_dagster.definitions import defs as project_defs
+from secverify_dagster.definitions import build_definitions
 
-defs = dg.Definitions.merge(project_defs, dg.Definitions(executor=k8s_job_executor))
+defs: dg.Definitions = build_definitions(executor=k8s_job_executor)

@@ -11,11 +11,14 @@ import dagster as dg
 
 from secverify_dagster.assets.keys import curated_key, eval_key
 from secverify_dagster.partitions import models_partitions
+from secverify_dagster.publishing.wandb_artifacts import WandbArtifactError, log_eval_artifact
 from secverify_dagster.reports.trajectories import write_run_page
 from secverify_dagster.reports.views import dataset_views, view_dataset, view_evals_root
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
+from secverify_dagster.resources.training import TrackingResource
 from secverify_dagster.runner.datasets import EvalDataset
 from secverify_dagster.runner.eval_runner import EvalOutcome, EvalRunner
+from secverify_dagster.training.paths import TrainingPaths
 from sv_shared.answers.metrics import metric_value
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset
@@ -75,6 +78,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
         config: EvalConfig,
         models: ModelRegistryResource,
         artifacts: ArtifactStoreResource,
+        tracking: TrackingResource,
     ):
         model_id = context.partition_key
         spec = models.spec(model_id)
@@ -131,6 +135,20 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
             cache.close()
         metrics = outcome.summary.metrics
         trajectories = write_run_page(env, outcome.run_dir)
+        try:
+            # The run's summary as a W&B artifact that uses the model's (a checkpoint's own) and the split's.
+            artifact = log_eval_artifact(
+                tracking,
+                outcome.run_dir,
+                outcome.metadata,
+                context.run_id,
+                context.asset_key.to_user_string(),
+                model_id,
+                checkpoints_root=TrainingPaths(artifacts.base()).checkpoints,
+                log=context.log.warning,
+            )
+        except WandbArtifactError as error:
+            raise dg.Failure(str(error)) from error
         # Shown to 4 decimals, as reports show them; the exact values stay in the run's summary.json.
         headline = {
             key: round(float(value), SHOWN_DECIMALS)
@@ -165,6 +183,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
                 "cost_usd": None if (cost := outcome.metadata.cost_usd) is None else round(cost, 6),
                 "tokens": dg.MetadataValue.json(outcome.metadata.usage.as_dict()),
                 "timings": dg.MetadataValue.json(outcome.metadata.timings),
+                **(artifact.as_metadata() if artifact else {}),
             }
         )
 

@@ -118,6 +118,11 @@ def _report_version() -> str:
 def asset_code_version(key: dg.AssetKey) -> str | None:
     """The code version governance gives an asset (None: no rule; the asset keeps its own)."""
     path = key.path
+    if len(path) == 4 and path[0] == "training" and path[3] == "evals":
+        load_recipe: Callable[..., SftRecipe | RlftRecipe] = load_sft_recipe if path[1] == "sft" else load_rlft_recipe
+        envs = [get_environment(env_id) for env_id in load_recipe(path[2], check_references=False).envs]
+        configs = [(env.verifier.version, env.config.as_dict()) for env in envs]
+        return f"checkpoint-evals-{_digest(configs, _file_bytes('secverify_dagster.training.checkpoint_evals'))}"
     if len(path) == 3 and path[0] == "training":
         load: Callable[..., SftRecipe | RlftRecipe] = load_sft_recipe if path[1] == "sft" else load_rlft_recipe
         return f"recipe-{recipe_hash(load(path[2], check_references=False))[:12]}"
@@ -143,7 +148,9 @@ def asset_code_version(key: dg.AssetKey) -> str | None:
 def asset_kinds(key: dg.AssetKey) -> set[str]:
     """Kinds by what an asset writes (added to those it declares)."""
     last = key.path[-1]
-    if key.path[0] == "training":
+    if key.path[0] == "training" and last == "evals":
+        return {"python", "json"}
+    if key.path[0] in ("training", "models"):
         return {"pytorch", "huggingface"}
     if "report" in last:
         return {"markdown", "json"}
@@ -154,7 +161,9 @@ def asset_kinds(key: dg.AssetKey) -> set[str]:
     return {"python", "json"}
 
 
-def govern(assets: Sequence[dg.AssetsDefinition], owners: OwnersConfig | None = None) -> list[dg.AssetsDefinition]:
+def govern(
+    assets: Sequence[dg.AssetsDefinition | dg.AssetSpec], owners: OwnersConfig | None = None
+) -> list[dg.AssetsDefinition | dg.AssetSpec]:
     """The assets with owners (by group), kinds and code versions set; their checks and partitions are kept."""
     config = owners or load_owners()
 

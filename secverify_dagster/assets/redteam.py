@@ -4,7 +4,14 @@ import json
 
 import dagster as dg
 
-from secverify_dagster.assets.keys import JUDGE_VALIDATION, TOURNAMENT, TOURNAMENT_ENV, curated_key
+from secverify_dagster.assets.keys import (
+    JUDGE_VALIDATION,
+    TOURNAMENT,
+    TOURNAMENT_ENV,
+    checkpoint_key,
+    curated_key,
+    recipes_trained_on,
+)
 from secverify_dagster.concurrency import LOCAL_MODEL_POOL
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.runner.datasets import EvalDataset
@@ -95,13 +102,30 @@ class TournamentAssetConfig(dg.Config):
     checkpoints: dict[str, list[str]] | None = None
 
 
-# The tournament plays its own E5 dialogues: it reads E5's curated split and the judges' measured error (every rate
-# is corrected with it), not anyone's eval assets. Its rounds are stored as E5 eval runs, so readers of E5's latest
-# runs list it upstream (keys.eval_run_writers).
+REDTEAM_CHECKPOINTS = sorted(
+    {checkpoint_key(kind, name) for env_id in ("e5", "e6") for kind, name in recipes_trained_on(env_id)},
+    key=lambda key: key.to_user_string(),
+)
+"""The checkpoints of recipes that train attackers (E5) or defenders (E6): the entrants that advance over rounds."""
+
+
+def checkpoints_played(rows: list[dict], parents: dict[str, str]) -> dict[str, list[str]]:
+    """Round → the trained checkpoints that played in it (attackers and defenders alike)."""
+    played: dict[str, list[str]] = {}
+    for row in rows:
+        models = (row["attacker_model"], row["defender_model"])
+        checkpoints = played.setdefault(str(row["round"]), [])
+        checkpoints += [model for model in models if model in parents and model not in checkpoints]
+    return played
+
+
+# The tournament plays its own E5 dialogues: it reads E5's curated split, the judges' measured error (every rate
+# is corrected with it) and the red-team recipes' checkpoints (its updated entrants), not anyone's eval assets. Its
+# rounds are stored as E5 eval runs, so readers of E5's latest runs list it upstream (keys.eval_run_writers).
 @dg.asset(
     key=TOURNAMENT,
     group_name="redteam",
-    deps=[curated_key(TOURNAMENT_ENV), JUDGE_VALIDATION],
+    deps=[curated_key(TOURNAMENT_ENV), JUDGE_VALIDATION, *REDTEAM_CHECKPOINTS],
     kinds={"python"},
     # Its default entrants include the local model, loaded into this step's process.
     pool=LOCAL_MODEL_POOL,
@@ -138,6 +162,8 @@ def tournament(
             "rounds": dg.MetadataValue.md(rounds_markdown(record)),
             "curves": dg.MetadataValue.path(record["curves_png"]),
             "pairings_skipped": len(skipped),
+            # Which trained checkpoints played in which round (the config's `checkpoints` chains, as they advanced).
+            "checkpoints_played": dg.MetadataValue.json(checkpoints_played(record["rows"], models.parents())),
             "archive_entries": record["archive_entries"],
         }
     )

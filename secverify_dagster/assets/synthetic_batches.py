@@ -38,18 +38,27 @@ class SyntheticBatchConfig(dg.Config):
     seed: int = 42
 
 
+_DEFAULT = SyntheticBatchConfig()
+"""What a materialization without config samples (the asset's description says it)."""
+
+
 def build_synthetic_batch_asset(env: Environment) -> dg.AssetsDefinition:
     env_id = env.env_id
 
     @dg.asset(
         key=synthetic_batch_key(env_id),
         group_name=env_id,
-        # A targeted batch reads an eval run's failures: the eval writers are declared so lineage shows it.
-        deps=[curated_key(env_id), synthetic_key(env_id), *eval_run_writers(env_id)],
+        # A targeted batch reads an eval run's failures: the eval writers are declared so lineage shows it (the
+        # checkpoints' evals are downstream of a batch, through the SFT dataset: a run of theirs is read all the same).
+        deps=[curated_key(env_id), synthetic_key(env_id), *eval_run_writers(env_id, checkpoint_evals=False)],
         kinds={"python", "jsonl"},
         description=f"{env.name}: candidate completions sampled from a registry model over a temperature sweep, "
         "schema-checked and scored by the verifier, kept when it agrees with the gold; a seeded 5% of the kept "
-        f"examples queued for review: `outputs/datasets/{env_id}/batches/<batch id>/`.",
+        f"examples queued for review: `outputs/datasets/{env_id}/batches/<batch id>/`. Expensive: by default it "
+        f"generates {_DEFAULT.n_items * len(_DEFAULT.temperatures) * _DEFAULT.samples_per_temperature} completions "
+        f"with {_DEFAULT.model} in this step's process ({_DEFAULT.n_items} items × {len(_DEFAULT.temperatures)} "
+        f"temperatures × {_DEFAULT.samples_per_temperature} samples: minutes for a local model on a CPU); its config "
+        "names another model or a smaller sweep.",
     )
     def synthetic_batch(
         context: dg.AssetExecutionContext,
@@ -61,6 +70,12 @@ def build_synthetic_batch_asset(env: Environment) -> dg.AssetsDefinition:
         if not reach.ok:
             raise dg.Failure(f"{config.model} cannot sample {env_id} here: {reach.reason}")
         sft_settings = load_sft_dataset_settings()
+        generations = config.n_items * len(config.temperatures) * config.samples_per_temperature
+        context.log.info(
+            f"{env_id} synthetic batch: up to {generations} generations with {config.model} "
+            f"({models.spec(config.model).provider}): {config.n_items} items × {len(config.temperatures)} temperatures "
+            f"× {config.samples_per_temperature} samples"
+        )
         cache = artifacts.response_cache()
         try:
             failed = (

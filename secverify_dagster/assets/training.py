@@ -13,7 +13,10 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field
 
+from secverify_dagster.assets.evals import SHOWN_DECIMALS
 from secverify_dagster.assets.keys import (
+    base_model_key,
+    checkpoint_evals_key,
     checkpoint_key,
     curated_key,
     sft_dataset_key,
@@ -21,12 +24,15 @@ from secverify_dagster.assets.keys import (
     synthetic_key,
 )
 from secverify_dagster.concurrency import training_pool
+from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION, MODELS_PARTITION, awaiting_approval_partitions
+from secverify_dagster.publishing.wandb_artifacts import WandbArtifactError, log_checkpoint_artifact
 from secverify_dagster.research.experiments import training_inputs
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
+from secverify_dagster.training.checkpoint_evals import evaluate_checkpoint
 from secverify_dagster.training.checkpoints import train_rlft, train_sft
 from secverify_dagster.training.inputs import ExperimentInputs
-from secverify_dagster.training.parents import latest_checkpoint
+from secverify_dagster.training.parents import checkpoint_by_id, latest_checkpoint
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
 from secverify_dagster.training.promotion import approve_checkpoint, safety_scan
 from secverify_dagster.training.settings import SftDatasetSettings, load_promotion_config, load_sft_dataset_settings
@@ -141,10 +147,28 @@ def _checkpoint_metadata(manifest: CheckpointManifest, run_dir: Any) -> dict[str
 
 
 def _parent_deps(recipe: SftRecipe | RlftRecipe) -> list[dg.AssetKey]:
-    """An RLFT recipe that continues an SFT recipe reads that recipe's checkpoint."""
-    if isinstance(recipe, RlftRecipe) and init_kind(recipe) == "sft":
+    """An RLFT recipe that continues an SFT recipe reads that recipe's checkpoint; any other starts from a registry
+    model (its base model asset)."""
+    if isinstance(recipe, SftRecipe):
+        return [base_model_key(recipe.base_model)]
+    if init_kind(recipe) == "sft":
         return [checkpoint_key("sft", recipe.init_from)]
-    return []
+    return [base_model_key(recipe.init_from)]
+
+
+def base_model_specs(recipes: Sequence[SftRecipe | RlftRecipe]) -> list[dg.AssetSpec]:
+    """The registry models recipes start from, as external assets: the roots of the checkpoint lineage."""
+    bases = sorted({key for recipe in recipes for key in _parent_deps(recipe) if key.path[0] == "models"})
+    return [
+        dg.AssetSpec(
+            key,
+            group_name="training",
+            kinds={"pytorch"},
+            description=f"The registry model {key.path[-1]} (configs/models.yaml): the weights recipes start from. "
+            "Not built here; its checkpoints and their evals are downstream.",
+        )
+        for key in bases
+    ]
 
 
 K8S_CONFIG_TAG = "dagster-k8s/config"
@@ -227,11 +251,99 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
                 )
         except TrainingError as error:
             raise dg.Failure(str(error)) from error
+        # The checkpoint is a model from now on: its evals' partitions exist before any sensor tick (the sensor still
+        # backfills it, by its own cursor).
+        if not context.instance.has_dynamic_partition(MODELS_PARTITION, manifest.model_id):
+            context.instance.add_dynamic_partitions(MODELS_PARTITION, [manifest.model_id])
+        run_dir = checkpoint_dir(paths.checkpoints, manifest)
+        try:
+            artifact = log_checkpoint_artifact(
+                tracking, manifest, run_dir, context.run_id, context.asset_key.to_user_string(), log=context.log.warning
+            )
+        except WandbArtifactError as error:
+            raise dg.Failure(str(error)) from error
         return dg.MaterializeResult(
-            metadata=_checkpoint_metadata(manifest, checkpoint_dir(paths.checkpoints, manifest))
+            metadata=_checkpoint_metadata(manifest, run_dir) | (artifact.as_metadata() if artifact else {})
         )
 
     return checkpoint
+
+
+def materialized_checkpoint(
+    instance: dg.DagsterInstance, kind: str, recipe_name: str, paths: TrainingPaths
+) -> tuple[CheckpointManifest, str]:
+    """The checkpoint the recipe's asset last materialized (exactly that one, not a newer one trained outside
+    Dagster), and where it was found; the newest on disk when this instance never materialized the recipe."""
+    event = instance.get_latest_materialization_event(checkpoint_key(kind, recipe_name))
+    materialization = event.asset_materialization if event is not None else None
+    recorded = materialization.metadata.get("model_id") if materialization is not None else None
+    if recorded is None:
+        manifest, _ = latest_checkpoint(paths, kind, recipe_name)
+        return manifest, "the newest on disk (this Dagster instance never materialized the recipe)"
+    model_id = str(recorded.value)
+    manifest = checkpoint_by_id(paths, model_id)
+    if manifest is None:
+        raise TrainingError(f"{model_id}, the latest materialization of {kind}/{recipe_name}, is not on disk any more")
+    return manifest, f"Dagster run {event.run_id}"
+
+
+def build_checkpoint_evals_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
+    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+
+    @dg.asset(
+        key=checkpoint_evals_key(kind, recipe.name),
+        group_name="training",
+        deps=[checkpoint_key(kind, recipe.name), *(curated_key(env_id) for env_id in recipe.envs)],
+        kinds={"python"},
+        # It generates with the checkpoint (and its parent and base): local models load in this step's process.
+        pool=training_pool(recipe.profile),
+        description=f"The latest checkpoint of configs/{kind}/{recipe.name}.yaml, its parent and its base model on the "
+        f"test split of {', '.join(recipe.envs)} (seed 42, each environment's default N): rewards, paired deltas with "
+        "95% CIs, collapse and promotion state. Expensive: it generates with up to three models per environment, "
+        "resuming any complete run the new-model sensor already made.",
+    )
+    def checkpoint_evals(
+        context: dg.AssetExecutionContext, models: ModelRegistryResource, artifacts: ArtifactStoreResource
+    ) -> dg.MaterializeResult:
+        paths = TrainingPaths(artifacts.base())
+        try:
+            manifest, source = materialized_checkpoint(context.instance, kind, recipe.name, paths)
+            context.log.info(f"evaluating {manifest.model_id} ({source}) on {', '.join(manifest.envs)}")
+            evals = evaluate_checkpoint(manifest, paths=paths, registry=models.specs(), log=context.log.info)
+        except TrainingError as error:
+            raise dg.Failure(str(error)) from error
+        rewards = {
+            f"{comparison.env_id}/{result.role}": round(result.reward_mean, SHOWN_DECIMALS)
+            for comparison in evals.comparisons
+            for result in comparison.results
+        }
+        return dg.MaterializeResult(
+            metadata={
+                "model_id": manifest.model_id,
+                "checkpoint_source": source,
+                "evals": dg.MetadataValue.md(evals.markdown()),
+                "path": dg.MetadataValue.path(str(evals.path)),
+                "rewards": dg.MetadataValue.json(rewards),
+                "collapsed": dg.MetadataValue.json(
+                    {
+                        f"{comparison.env_id}/{result.role}": result.collapsed
+                        for comparison in evals.comparisons
+                        for result in comparison.results
+                        if result.collapsed
+                    }
+                ),
+                "promotion": evals.promotion,
+                "run_dirs": dg.MetadataValue.json(
+                    {
+                        f"{comparison.env_id}/{result.role}": str(result.run_dir)
+                        for comparison in evals.comparisons
+                        for result in comparison.results
+                    }
+                ),
+            }
+        )
+
+    return checkpoint_evals
 
 
 def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefinition:
@@ -254,6 +366,9 @@ def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefiniti
         paths = TrainingPaths(artifacts.base())
         manifest, _ = latest_checkpoint(paths, kind, recipe.name)
         scan = safety_scan(manifest.model_id, paths=paths, registry=models.specs(), log=context.log.info)
+        if scan.passed and not context.instance.has_dynamic_partition(AWAITING_APPROVAL_PARTITION, scan.model_id):
+            # The approval job's launchpad offers it from now on.
+            context.instance.add_dynamic_partitions(AWAITING_APPROVAL_PARTITION, [scan.model_id])
         return dg.AssetCheckResult(
             passed=scan.passed,
             metadata={
@@ -273,9 +388,9 @@ def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefiniti
 
 
 class ApprovalConfig(dg.Config):
-    """A reviewer's decision on one checkpoint (launch `approve_checkpoint` from the UI's launchpad)."""
+    """A reviewer's decision on the checkpoint the run's partition names (launch `approve_checkpoint_job` from the
+    UI's launchpad: its partitions are the checkpoints awaiting a decision)."""
 
-    model_id: str
     approver: str
     decision: Literal["approve", "reject"] = "approve"
     note: str = ""
@@ -285,9 +400,10 @@ class ApprovalConfig(dg.Config):
 def record_approval_op(
     context: dg.OpExecutionContext, config: ApprovalConfig, artifacts: ArtifactStoreResource
 ) -> None:
+    model_id = context.partition_key
     try:
         status = approve_checkpoint(
-            config.model_id,
+            model_id,
             paths=TrainingPaths(artifacts.base()),
             approver=config.approver,
             decision=config.decision,
@@ -295,19 +411,28 @@ def record_approval_op(
         )
     except (TrainingError, ValueError) as error:
         raise dg.Failure(str(error)) from error
-    context.log.info(f"{config.model_id}: {config.decision} by {config.approver}; promoted={status.promoted}")
+    # Decided: no longer offered (a later change of mind goes through `secverify approve`).
+    context.instance.delete_dynamic_partition(AWAITING_APPROVAL_PARTITION, model_id)
+    context.log.info(f"{model_id}: {config.decision} by {config.approver}; promoted={status.promoted}")
 
 
-@dg.job(description="A reviewer approves (or rejects) a checkpoint whose safety scan passed: who, when, which.")
+@dg.job(
+    partitions_def=awaiting_approval_partitions,
+    description="A reviewer approves (or rejects) a checkpoint whose safety scan passed: pick it among the job's "
+    "partitions (the checkpoints awaiting a decision), then who and why.",
+)
 def approve_checkpoint_job() -> None:
     record_approval_op()
 
 
 def training_definitions(
     envs: Sequence[Environment], recipes: Sequence[SftRecipe | RlftRecipe]
-) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
-    """Every training asset and check: an SFT dataset per environment, a checkpoint and its scan per recipe."""
+) -> tuple[list[dg.AssetsDefinition | dg.AssetSpec], list[dg.AssetChecksDefinition]]:
+    """Every training asset and check: the base models recipes start from, an SFT dataset per environment, and per
+    recipe its checkpoint, the checkpoint's evals and its safety scan."""
     settings = load_sft_dataset_settings()
-    assets = [build_sft_dataset_asset(env, settings.for_env(env.env_id), settings.review) for env in envs]
+    assets: list[dg.AssetsDefinition | dg.AssetSpec] = [*base_model_specs(recipes)]
+    assets += [build_sft_dataset_asset(env, settings.for_env(env.env_id), settings.review) for env in envs]
     assets += [build_checkpoint_asset(recipe) for recipe in recipes]
+    assets += [build_checkpoint_evals_asset(recipe) for recipe in recipes]
     return assets, [build_safety_check(recipe) for recipe in recipes]

@@ -13,7 +13,9 @@ from secverify_dagster.assets.keys import checkpoint_key
 from secverify_dagster.audit.experiment import experiment_link
 from secverify_dagster.audit.links import Link, mismatched, missing, present
 from secverify_dagster.audit.subjects import Subjects, recipe_kind
-from sv_shared.config import ConfigError
+from secverify_dagster.research.experiments import training_inputs
+from secverify_dagster.training.paths import TrainingError
+from sv_shared.config import ConfigError, project_root
 from sv_shared.data.hashing import frame_hash, sha256_hex, stable_json
 from sv_shared.registry import get_environment
 from sv_shared.runs.schema import RunRecordError
@@ -87,16 +89,18 @@ class CheckpointChains(Subjects):
             why = f"the recorded recipe hashes to {recomputed[:12]}…, not its recorded recipe_hash"
             return mismatched("recipe", manifest.recipe_name, why, facts=facts)
         kind = recipe_kind(manifest)
+        source = f"configs/{kind}/{manifest.recipe_name}.yaml"
         try:
-            load = load_sft_recipe if kind == "sft" else load_rlft_recipe
-            current = recipe_hash(load(manifest.recipe_name, check_references=False))
-            note = (
-                ""
-                if current == manifest.recipe_hash
-                else f"configs/{kind}/{manifest.recipe_name}.yaml has changed since"
-            )
-        except (ConfigError, OSError) as error:
-            note = f"the recipe file cannot be read now: {error}"
+            if manifest.experiment is not None:
+                # Trained with an experiment's overrides: the recipe it trained is the file with those applied.
+                source += f" with the overrides of {manifest.experiment.path}"
+                current = recipe_hash(training_inputs(project_root() / manifest.experiment.path)[1].recipe)
+            else:
+                load = load_sft_recipe if kind == "sft" else load_rlft_recipe
+                current = recipe_hash(load(manifest.recipe_name, check_references=False))
+            note = "" if current == manifest.recipe_hash else f"{source} has changed since"
+        except (ConfigError, TrainingError, OSError) as error:
+            note = f"{source} cannot be read now: {error}"
         return present("recipe", manifest.recipe_name, note=note, facts=facts)
 
     def _training_data(self, manifest: CheckpointManifest) -> list[Link]:

@@ -211,6 +211,8 @@ class RunChains(Subjects):
                 or any(_same_path(folder, run_dir) for folder in (meta.get("view_run_dirs") or {}).values())
             ),
             partition=metadata.model.id,
+            # The materialization that made the run; later ones of the same run id only resumed it.
+            first=True,
         )
         if link is None and metadata.env == TOURNAMENT_ENV:
             tournament = self.tournament_runs().get(run_dir.resolve())

@@ -8,6 +8,7 @@ asset key's records are fetched once per audit and kept.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,13 @@ PAGE = 1000
 """Records fetched per event-log query (a key's history is read page by page)."""
 
 MetadataMatch = Callable[[Mapping[str, Any]], bool]
+
+INPUT_POINTER = "dagster/input_event_pointer/"
+"""Tag prefix Dagster gives a materialization for each upstream asset: the storage id of the materialization read."""
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
 def _values(metadata: Mapping[str, dg.MetadataValue]) -> dict[str, Any]:
@@ -68,17 +76,41 @@ class DagsterRecords:
         return self._runs[run_id]
 
     def materialization(
-        self, what: str, key: dg.AssetKey, match: MetadataMatch, *, partition: str | None = None
+        self, what: str, key: dg.AssetKey, match: MetadataMatch, *, partition: str | None = None, first: bool = False
     ) -> Link | None:
-        """The Dagster run that materialized the artifact `match` recognises (newest first), as a link; None when
-        no materialization of `key` matches."""
-        for record in self._records(key):
+        """The Dagster run that materialized the artifact `match` recognises, as a link; None when no materialization
+        of `key` matches. Newest first, or (first=True) the earliest: for an artifact a later materialization may
+        only have resumed (an eval run is resumed, not redone), the one that made it. The link lists the exact
+        upstream materializations that run read (Dagster's input event pointers)."""
+        records = self._records(key)
+        for record in reversed(records) if first else records:
             event = record.asset_materialization
             if event is None or (partition is not None and event.partition != partition):
                 continue
             if match(_values(event.metadata)):
-                return self._link(what, record.run_id, record.timestamp, key.to_user_string(), event.partition)
+                link = self._link(what, record.run_id, record.timestamp, key.to_user_string(), event.partition)
+                read = self.inputs_read(event.tags or {})
+                return replace(link, facts={**link.facts, "read": read}) if read else link
         return None
+
+    def inputs_read(self, tags: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+        """Upstream asset → the materialization a run read from it (storage id, Dagster run, time), from the
+        `dagster/input_event_pointer/<asset>` tags Dagster writes on every materialization."""
+        read: dict[str, dict[str, Any]] = {}
+        for name, value in sorted(tags.items()):
+            if not name.startswith(INPUT_POINTER) or not value.isdigit():
+                continue
+            asset = name.removeprefix(INPUT_POINTER)
+            record = self._by_storage_id(dg.AssetKey.from_user_string(asset), int(value))
+            read[asset] = (
+                {"storage_id": int(value), "run_id": record.run_id, "at": _iso(record.timestamp)}
+                if record is not None
+                else {"storage_id": int(value), "run_id": None, "at": None}
+            )
+        return read
+
+    def _by_storage_id(self, key: dg.AssetKey, storage_id: int) -> dg.EventLogRecord | None:
+        return next((record for record in self._records(key) if record.storage_id == storage_id), None)
 
     def check_evaluation(self, what: str, check_key: dg.AssetCheckKey, match: MetadataMatch) -> Link | None:
         """The Dagster run whose evaluation of `check_key` `match` recognises (newest first), as a link."""
@@ -116,7 +148,7 @@ class DagsterRecords:
             "run_id": run_id,
             "job": run.job_name if run else None,
             "asset": asset,
-            "at": datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds"),
+            "at": _iso(timestamp),
         }
         if partition is not None:
             facts["partition"] = partition

@@ -38,9 +38,12 @@ def sweep_requests(
     *,
     n: int | None,
     tag: str,
+    views: bool,
     include: Callable[[str], bool] = lambda model_id: True,
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    """An eval run per registered model that can run here, over the implemented environments it can answer."""
+    """An eval run per registered model that can run here, over the implemented environments it can answer.
+
+    views: also run the feature-ablated views (E1's four: about 2.8 times E1's cost), or the full split only."""
     registry = models.specs()
     partitions = sorted(context.instance.get_dynamic_partitions(MODELS_PARTITION))
     chosen = [model_id for model_id in partitions if model_id not in registry or include(model_id)]
@@ -55,7 +58,7 @@ def sweep_requests(
             f"{tag}: no model can run here ({len(left_out) + len(down)} pairs left out; see the tick's logs)"
         )
     stamp = context.scheduled_execution_time.strftime("%Y-%m-%d") if context.scheduled_execution_time else "now"
-    config = {"n": n, "seed": 42} if n else None
+    config: dict[str, object] = {"seed": 42, **({"n": n} if n else {}), **({} if views else {"views": []})}
     envs_of: dict[str, list[str]] = defaultdict(list)
     for env_id, model_id in pairs:
         envs_of[model_id].append(env_id)
@@ -65,7 +68,7 @@ def sweep_requests(
             model_envs,
             run_key=f"{tag}:{stamp}:{model_id}",
             config=config,
-            tags={"secverify/cadence": tag},
+            tags={"secverify/cadence": tag, "secverify/views": "all" if views else "none"},
         )
         for model_id, model_envs in envs_of.items()
     ]
@@ -75,8 +78,8 @@ def sweep_requests(
 def weekly_sweep(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    """Monday 06:00 UTC: E1–E4 with N=10 for trend tracking."""
-    return sweep_requests(context, models, vllm, list(WEEKLY_ENVS), n=10, tag="weekly")
+    """Monday 06:00 UTC: E1–E4 with N=10 for trend tracking (the full split only: no ablated views)."""
+    return sweep_requests(context, models, vllm, list(WEEKLY_ENVS), n=10, tag="weekly", views=False)
 
 
 @documented_schedule(job=eval_job, cron_schedule="0 8 * * 1", execution_timezone="UTC")
@@ -84,11 +87,12 @@ def biweekly_full_eval(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     """Every other Monday, 08:00 UTC (every 14 days from cadences.BIWEEKLY_ANCHOR; the other Mondays' ticks are
-    skipped): all six environments at their default N."""
+    skipped): all six environments at their default N, with E1's four feature-ablated views (about 2.8 times E1's
+    cost)."""
     when = context.scheduled_execution_time
     if when is not None and not is_biweekly_week(when.date()):
         return dg.SkipReason("not a bi-weekly week: the full eval runs every 14 days")
-    return sweep_requests(context, models, vllm, list(implemented_env_ids()), n=None, tag="biweekly")
+    return sweep_requests(context, models, vllm, list(implemented_env_ids()), n=None, tag="biweekly", views=True)
 
 
 @documented_schedule(job=eval_job, cron_schedule="0 3 * * *", execution_timezone="UTC")
@@ -96,7 +100,8 @@ def nightly_regression(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     """Every night, 03:00 UTC: the unmodified open-weights checkpoints (served or local, not API models, not our
-    trained checkpoints) on E1–E4 at N=10, so a serving or dependency change shows up the next morning."""
+    trained checkpoints) on E1–E4 at N=10 (no ablated views), so a serving or dependency change shows up the next
+    morning."""
     registry = models.specs()
     return sweep_requests(
         context,
@@ -105,6 +110,7 @@ def nightly_regression(
         list(NIGHTLY_ENVS),
         n=10,
         tag="nightly",
+        views=False,
         include=lambda model_id: is_open_base_model(registry[model_id]),
     )
 

@@ -16,7 +16,7 @@ from secverify_dagster.training.paths import TrainingError, TrainingPaths, curat
 from sv_shared.contracts import Environment
 from sv_shared.data.datasets import read_dataset
 from sv_shared.data.hashing import frame_hash
-from sv_shared.data.review_batches import batches_root, list_batches
+from sv_shared.data.review_batches import batches_root, list_batches, unfinished_batches
 from sv_shared.data.review_decisions import ReviewSettings
 from sv_shared.runs.folder import RunFolder
 from sv_shared.training.sft_data import LabelTargets, SftDataset, build_sft_dataset, write_sft_dataset
@@ -109,8 +109,10 @@ def build_env_sft_dataset(
         if teacher not in registry:
             raise TrainingError(f"teacher {teacher!r} is not in the model registry")
         records = teacher_records(env, registry[teacher], items, paths=paths, registry=registry)
-    batches = list_batches(batches_root(paths.root / "datasets", env.env_id))
-    synthetic = gate_batches(batches, review or ReviewSettings(), review_overrides)
+    root = batches_root(paths.root / "datasets", env.env_id)
+    synthetic = gate_batches(
+        list_batches(root), review or ReviewSettings(), review_overrides, unfinished=unfinished_batches(root)
+    )
     dataset = build_sft_dataset(
         env,
         items,

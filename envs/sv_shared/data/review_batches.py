@@ -113,6 +113,18 @@ def list_batches(root: Path) -> list[SyntheticBatch]:
     return sorted(batches, key=lambda batch: (batch.created_at, batch.batch_id))
 
 
+def unfinished_batches(root: Path) -> list[str]:
+    """Batch folders without batch.json, by id: a build still being written, or one that stopped part-way (it resumes
+    when the batch is built again). Readers list them as dropped rather than pass over them in silence."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        folder.name
+        for folder in root.iterdir()
+        if folder.is_dir() and not folder.name.startswith(".") and not (folder / BATCH_FILE).is_file()
+    )
+
+
 def find_batch(root: Path, batch_id: str) -> SyntheticBatch:
     if not batch_id or "/" in batch_id or batch_id in (".", ".."):
         raise ReviewError(f"{batch_id!r} is not a batch id")

@@ -37,17 +37,24 @@ class BatchGate:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
+UNFINISHED = "unfinished: no batch.json (its build is still running, or stopped part-way: build it again to resume)"
+
+
 def gate_batches(
-    batches: Sequence[SyntheticBatch], settings: ReviewSettings, overrides: Sequence[ReviewOverride] = ()
+    batches: Sequence[SyntheticBatch],
+    settings: ReviewSettings,
+    overrides: Sequence[ReviewOverride] = (),
+    unfinished: Sequence[str] = (),
 ) -> BatchGate:
-    """Split the batches into included (review passed, or overridden) and dropped, each with its review status."""
+    """Split the batches into included (review passed, or overridden) and dropped, each with its review status;
+    unfinished batch folders (by id) are dropped with that reason."""
     by_batch = {override.batch: override for override in overrides}
     unknown = sorted(set(by_batch) - {batch.batch_id for batch in batches})
     if unknown:
         raise ReviewError(f"override_review names batches that do not exist: {', '.join(unknown)}")
     included: list[SyntheticBatch] = []
     included_rows: list[dict[str, Any]] = []
-    dropped_rows: list[dict[str, Any]] = []
+    dropped_rows: list[dict[str, Any]] = [{"batch": batch_id, "reason": UNFINISHED} for batch_id in unfinished]
     override_rows: list[dict[str, Any]] = []
     for batch in batches:
         status = review_status(batch.path, max_rejection_rate=settings.max_rejection_rate)
