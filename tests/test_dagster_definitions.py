@@ -409,14 +409,17 @@ def test_every_cadence_over_two_years_and_across_year_ends() -> None:
     ]
 
 
-def test_every_schedule_explains_itself_in_the_ui() -> None:
+def test_every_schedule_and_sensor_explains_itself_in_the_ui() -> None:
     """Issue 27: the UI showed cron strings alone, and a bi-weekly schedule's reads "every Monday"."""
-    schedules = list(defs.schedules or [])
-    assert len(schedules) == 8
-    for schedule in schedules:
+    repository = defs.get_repository_def()
+    assert len(repository.schedule_defs) == 8
+    for schedule in repository.schedule_defs:
         assert schedule.description and "UTC" in schedule.description, schedule.name
         if schedule.name.startswith("biweekly"):
             assert "every 14 days" in schedule.description and "skipped" in schedule.description, schedule.name
+    assert {sensor.name for sensor in repository.sensor_defs} == {"new_model_sensor", "run_failure_recorder"}
+    for sensor in repository.sensor_defs:
+        assert sensor.description and len(sensor.description) > 60, sensor.name
 
 
 def test_red_team_assets_jobs_and_tournament_schedule() -> None:

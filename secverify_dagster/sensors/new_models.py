@@ -65,6 +65,10 @@ def backfills_by_provider(
     asset_selection=[eval_key(env_id) for env_id in implemented_env_ids()],
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every minute (on by default): a model new to the registry (configs/models.yaml, or a trained "
+    "checkpoint) is backfilled once on every environment it can answer, one backfill per provider; a model that "
+    "cannot run anywhere yet (no key, no endpoint, its server down) is asked again on later ticks; the pairs left "
+    "out are logged with their reason.",
 )
 def new_model_sensor(
     context: dg.SensorEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
