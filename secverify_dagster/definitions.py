@@ -17,7 +17,7 @@ from secverify_dagster.assets.governance import build_governance_asset, govern
 from secverify_dagster.assets.keys import ablations_key, report_key
 from secverify_dagster.assets.redteam import judge_validation, tournament
 from secverify_dagster.assets.regression_checks import build_regression_check
-from secverify_dagster.assets.reports import build_report_asset
+from secverify_dagster.assets.reports import WEEKLY_MEMO, build_report_asset, weekly_memo
 from secverify_dagster.assets.review_checks import build_review_check
 from secverify_dagster.assets.synthetic_batches import build_synthetic_batch_assets
 from secverify_dagster.assets.training import approve_checkpoint_job, training_definitions
@@ -46,7 +46,8 @@ def _default_sources(env) -> list[str]:
 all_reports_job = dg.define_asset_job(
     "reports_job",
     selection=dg.AssetSelection.assets(
-        *(key for env in ENVIRONMENTS for key in (ablations_key(env.env_id), report_key(env.env_id)))
+        *(key for env in ENVIRONMENTS for key in (ablations_key(env.env_id), report_key(env.env_id))),
+        WEEKLY_MEMO,
     ),
 )
 
@@ -57,6 +58,7 @@ ASSETS = [
     judge_validation,
     tournament,
     *(build_report_asset(env) for env in ENVIRONMENTS),
+    weekly_memo,
     *(build_ablations_asset(env) for env in ENVIRONMENTS),
     build_benchmark_sheet_asset(ENVIRONMENTS),
     *TRAINING_ASSETS,

@@ -314,11 +314,13 @@ def test_govern_keeps_partitions_checks_and_op_settings() -> None:
             assert spec.partitions_def == before.partitions_def and spec.skippable == before.skippable
             assert spec.deps == before.deps and spec.group_name == before.group_name
             assert list(asset.check_specs) == list(before_asset.check_specs)
-            # What the run launcher and the pools read lives on the op: kept as it was.
-            assert (asset.node_def.tags, asset.node_def.pool) == (
-                before_asset.node_def.tags,
-                before_asset.node_def.pool,
-            )
+            assert asset.is_executable == before_asset.is_executable
+            if asset.is_executable:  # external assets (the base models) have no op
+                # What the run launcher and the pools read lives on the op: kept as it was.
+                assert (asset.node_def.tags, asset.node_def.pool) == (
+                    before_asset.node_def.tags,
+                    before_asset.node_def.pool,
+                )
             assert spec.kinds >= before.kinds and spec.tags.items() >= {
                 (name, value) for name, value in before.tags.items() if not name.startswith("dagster/kind/")
             }

@@ -18,7 +18,7 @@ import dagster as dg
 import pytest
 
 from secverify_dagster.assets.keys import ablations_key, eval_key, report_key
-from secverify_dagster.assets.reports import build_report_asset
+from secverify_dagster.assets.reports import WEEKLY_MEMO, build_report_asset, weekly_memo
 from secverify_dagster.audit.run_failures import read_failures
 from secverify_dagster.cli.report import register
 from secverify_dagster.reports.environment_report import build_report, report_dir
@@ -496,7 +496,7 @@ def test_report_schedules_ask_for_each_cadences_period_after_its_runs() -> None:
     assert weekly.run_key == "weekly-report:2026-W48"
     assert set(weekly.asset_selection) == {
         key for env_id in ("e1", "e2", "e3", "e4") for key in (ablations_key(env_id), report_key(env_id))
-    }
+    } | {WEEKLY_MEMO}
     assert weekly.run_config["ops"]["e1__report"]["config"] == {"cadence": "weekly", "period": "2026-W48"}
     assert weekly.tags["secverify/cadence"] == "weekly-report"
     biweekly = _tick(by_name["biweekly_report"], datetime(2026, 11, 25, 12, tzinfo=UTC))
@@ -507,9 +507,9 @@ def test_report_schedules_ask_for_each_cadences_period_after_its_runs() -> None:
     assert monthly.run_config["ops"]["e6__report"]["config"] == {"cadence": "monthly", "period": "2026-11"}
     # They name a job that exists, over the report assets, with their config.
     envs = [get_environment(env_id) for env_id in implemented_env_ids()]
-    reports_job = dg.define_asset_job(REPORTS_JOB, selection=[report_key(env.env_id) for env in envs])
+    reports_job = dg.define_asset_job(REPORTS_JOB, selection=[*(report_key(env.env_id) for env in envs), WEEKLY_MEMO])
     defs = dg.Definitions(
-        assets=[build_report_asset(env) for env in envs],
+        assets=[*(build_report_asset(env) for env in envs), weekly_memo],
         jobs=[reports_job],
         schedules=REPORT_SCHEDULES,
         sensors=[run_failure_recorder],
@@ -535,9 +535,11 @@ def test_the_weekly_slice_is_what_the_weekly_sweep_asks_for() -> None:
         ) as context:
             (request,) = weekly_sweep(context)
     scope = report_scope(E1, "weekly")
+    # The report's slice (N, seed) on the full split; the weekly trend runs no ablated views.
     assert request.run_config["ops"][eval_key("e1").to_python_identifier()]["config"] == {
         "n": scope.n,
         "seed": scope.seed,
+        "views": [],
     }
 
 
@@ -752,8 +754,9 @@ def test_triage_of_real_runs_counts_categories_and_never_shows_unsafe_text(tmp_p
 
     registry = load_registry()
     evals = tmp_path / "evals"
-    for env, model_id, n in ((E1, "heuristic", 10), (E6, "naive-complier", 8)):
-        dataset = embedded_dataset(env, split="test", seed=42)
+    # E1's train split: it holds the kinds of attack the baseline's rules do not name (beaconing, exfiltration).
+    for env, model_id, n, split in ((E1, "heuristic", 10, "train"), (E6, "naive-complier", 8, "test")):
+        dataset = embedded_dataset(env, split=split, seed=42)
         assert EvalRunner(env, registry[model_id], evals_root=evals).run(dataset, n=n, seed=42).status == "complete"
     _, e1_data = _build(tmp_path, evals, "latest")
     counts = e1_data["triage"]["heuristic"]["counts"]

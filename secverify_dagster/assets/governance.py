@@ -21,7 +21,7 @@ from secverify_dagster.audit.auditor import Auditor, governance_record
 from secverify_dagster.audit.events import DagsterRecords
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.training.settings import load_sft_dataset_settings
-from sv_shared.config import ConfigModel, project_root, read_config
+from sv_shared.config import ConfigModel, project_root, read_config, read_yaml
 from sv_shared.contracts import Environment
 from sv_shared.data.files import write_json_atomic
 from sv_shared.data.hashing import sha256_hex, stable_json
@@ -118,6 +118,10 @@ def _report_version() -> str:
 def asset_code_version(key: dg.AssetKey) -> str | None:
     """The code version governance gives an asset (None: no rule; the asset keeps its own)."""
     path = key.path
+    if len(path) == 2 and path[0] == "models":
+        # A base model is its registry entry: a changed entry (other weights, other settings) is another model.
+        entry = (read_yaml(project_root() / "configs" / "models.yaml").get("models") or {}).get(path[1])
+        return f"model-{_digest(entry)}"
     if len(path) == 4 and path[0] == "training" and path[3] == "evals":
         load_recipe: Callable[..., SftRecipe | RlftRecipe] = load_sft_recipe if path[1] == "sft" else load_rlft_recipe
         envs = [get_environment(env_id) for env_id in load_recipe(path[2], check_references=False).envs]
@@ -152,7 +156,7 @@ def asset_kinds(key: dg.AssetKey) -> set[str]:
         return {"python", "json"}
     if key.path[0] in ("training", "models"):
         return {"pytorch", "huggingface"}
-    if "report" in last:
+    if any("report" in part for part in key.path):
         return {"markdown", "json"}
     if last.startswith("raw_") or last in ("curated_splits", "synthetic"):
         return {"polars", "parquet"}
@@ -161,9 +165,7 @@ def asset_kinds(key: dg.AssetKey) -> set[str]:
     return {"python", "json"}
 
 
-def govern(
-    assets: Sequence[dg.AssetsDefinition | dg.AssetSpec], owners: OwnersConfig | None = None
-) -> list[dg.AssetsDefinition | dg.AssetSpec]:
+def govern(assets: Sequence[dg.AssetsDefinition], owners: OwnersConfig | None = None) -> list[dg.AssetsDefinition]:
     """The assets with owners (by group), kinds and code versions set; their checks and partitions are kept."""
     config = owners or load_owners()
 

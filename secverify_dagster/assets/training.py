@@ -156,10 +156,10 @@ def _parent_deps(recipe: SftRecipe | RlftRecipe) -> list[dg.AssetKey]:
     return [base_model_key(recipe.init_from)]
 
 
-def base_model_specs(recipes: Sequence[SftRecipe | RlftRecipe]) -> list[dg.AssetSpec]:
+def base_model_assets(recipes: Sequence[SftRecipe | RlftRecipe]) -> list[dg.AssetsDefinition]:
     """The registry models recipes start from, as external assets: the roots of the checkpoint lineage."""
     bases = sorted({key for recipe in recipes for key in _parent_deps(recipe) if key.path[0] == "models"})
-    return [
+    specs = [
         dg.AssetSpec(
             key,
             group_name="training",
@@ -169,6 +169,7 @@ def base_model_specs(recipes: Sequence[SftRecipe | RlftRecipe]) -> list[dg.Asset
         )
         for key in bases
     ]
+    return [dg.AssetsDefinition(specs=[spec]) for spec in specs]
 
 
 K8S_CONFIG_TAG = "dagster-k8s/config"
@@ -427,11 +428,11 @@ def approve_checkpoint_job() -> None:
 
 def training_definitions(
     envs: Sequence[Environment], recipes: Sequence[SftRecipe | RlftRecipe]
-) -> tuple[list[dg.AssetsDefinition | dg.AssetSpec], list[dg.AssetChecksDefinition]]:
+) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
     """Every training asset and check: the base models recipes start from, an SFT dataset per environment, and per
     recipe its checkpoint, the checkpoint's evals and its safety scan."""
     settings = load_sft_dataset_settings()
-    assets: list[dg.AssetsDefinition | dg.AssetSpec] = [*base_model_specs(recipes)]
+    assets = base_model_assets(recipes)
     assets += [build_sft_dataset_asset(env, settings.for_env(env.env_id), settings.review) for env in envs]
     assets += [build_checkpoint_asset(recipe) for recipe in recipes]
     assets += [build_checkpoint_evals_asset(recipe) for recipe in recipes]

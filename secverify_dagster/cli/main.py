@@ -20,6 +20,7 @@ from secverify_dagster.cli import (
     experiment,
     iterate,
     judges,
+    memo,
     publish,
     report,
     review,
@@ -428,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.register(sub)
 
     report.register(sub)
+    memo.register(sub)
     triage.register(sub)
     publish.register(sub)
     train = sub.add_parser("train", help="train a recipe (configs/sft|rlft/<recipe>.yaml) into a checkpoint")

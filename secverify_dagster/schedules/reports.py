@@ -1,6 +1,7 @@
 """The report schedules: each cadence's reports after the runs they report have had time to finish (UTC).
 
-  weekly_report     Monday 12:00, E1–E4: the ISO week that began that morning, which holds the 06:00 weekly sweep.
+  weekly_report     Monday 12:00, E1–E4: the ISO week that began that morning, which holds the 06:00 weekly sweep;
+                    the same run writes the week's memo (reports/weekly_memo) once all four reports are built.
   biweekly_report   Wednesday 12:00 of every bi-weekly week, all environments: the 14-day period that began on
                     Monday, which holds Monday's 08:00 full eval and Wednesday's 02:00 tournament (E5/E6 reports).
   monthly_report    the 1st, 09:00, all environments: the consolidated report of the month that just ended.
@@ -17,24 +18,33 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from secverify_dagster.assets.keys import ablations_key, report_key
+from secverify_dagster.assets.reports import WEEKLY_MEMO
 from secverify_dagster.cadences import WEEKLY_ENVS, is_biweekly_week
 from secverify_dagster.reports.scope import Cadence, Period, period_of
 from secverify_dagster.schedules import documented_schedule
 from sv_shared.registry import implemented_env_ids
 
 REPORTS_JOB = "reports_job"
-"""The job selecting every environment's report asset (definitions.py)."""
+"""The job selecting every environment's report asset and the weekly memo (definitions.py)."""
 
 
 def report_request(cadence: Cadence, period: Period, env_ids: Sequence[str]) -> dg.RunRequest:
-    """One run of the reports job: the chosen environments' reports of one cadence and period."""
+    """One run of the reports job: the chosen environments' reports of one cadence and period; a weekly run also
+    writes the week's memo, which depends on every one of those reports and so runs once, after them."""
     envs = [env_id for env_id in env_ids if env_id in implemented_env_ids()]
     config = {"cadence": cadence, "period": period.label}
+    # Each report with its ablation table, re-scored from the stored runs just before it.
+    selection = [key for env_id in envs for key in (ablations_key(env_id), report_key(env_id))]
+    ops: dict[str, dict[str, dict[str, str]]] = {
+        report_key(env_id).to_python_identifier(): {"config": config} for env_id in envs
+    }
+    if cadence == "weekly":
+        selection.append(WEEKLY_MEMO)
+        ops[WEEKLY_MEMO.to_python_identifier()] = {"config": {"week": period.label}}
     return dg.RunRequest(
         run_key=f"{cadence}-report:{period.label}",
-        # Each report with its ablation table, re-scored from the stored runs just before it.
-        asset_selection=[key for env_id in envs for key in (ablations_key(env_id), report_key(env_id))],
-        run_config={"ops": {report_key(env_id).to_python_identifier(): {"config": config} for env_id in envs}},
+        asset_selection=selection,
+        run_config={"ops": ops},
         tags={"secverify/cadence": f"{cadence}-report", "secverify/period": period.label},
     )
 
@@ -45,7 +55,8 @@ def _when(context: dg.ScheduleEvaluationContext) -> datetime:
 
 @documented_schedule(job_name=REPORTS_JOB, cron_schedule="0 12 * * 1", execution_timezone="UTC")
 def weekly_report(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    """Monday 12:00 UTC: E1–E4's weekly reports of this ISO week (its 06:00 sweep), against last week."""
+    """Monday 12:00 UTC: E1–E4's weekly reports of this ISO week (its 06:00 sweep), against last week, then the
+    week's memo (docs-internal/reports/<ISO week>.md) over all four."""
     return report_request("weekly", period_of("weekly", _when(context)), WEEKLY_ENVS)
 
 
