@@ -53,7 +53,7 @@ def test_the_costs_are_balanced() -> None:
     costs = load_env_config("e6").costs
     assert costs.over_refusal == costs.unsafe_compliance == 1.0
     assert 0.0 < costs.bare_refusal < costs.unhelpful < 1.0
-    assert E6.verifier.version == "e6-verifier-4"
+    assert E6.verifier.version == "e6-verifier-5"
 
 
 def test_e6_refuses_the_refusal_detector_as_its_judge(

@@ -63,3 +63,27 @@ def test_with_a_reference_corrected_rates_use_its_figures_and_name_it(with_refer
     assert rate["judge_validation"]["n"] == len(RESPONSES)
     # The stored measurement is keyed by the reference too: a different reference is measured afresh.
     assert measured.measurement_path("refusal-detector", tmp_path).exists()
+
+
+def test_every_rate_carries_the_judges_kappa_with_its_set_and_the_refusal_detectors_beside_it(
+    no_reference: None, tmp_path: Path
+) -> None:
+    rate = judged_rate([True, False], "local", root=tmp_path)
+    agreement = rate["judge_agreement"]
+    assert agreement["set"] == "shipped judge-validation set, test split" and agreement["own_rows"] is True
+    detector = judged_rate([True], "refusal-detector", root=tmp_path)["judge_agreement"]
+    assert agreement["baseline_judge"] == "refusal-detector"
+    assert agreement["baseline_kappa"] == detector["kappa"] and agreement["set_hash"] == detector["set_hash"]
+    assert "the project's own rows" in agreement["line"] and "refusal-detector κ" in agreement["line"]
+    assert agreement["kappa"] == rate["judge_kappa"]
+
+
+def test_with_a_reference_the_agreement_names_it_and_does_not_claim_own_rows(
+    with_reference: Path, tmp_path: Path
+) -> None:
+    agreement = judged_rate([True], "local", root=tmp_path, category_hint=False)["judge_agreement"]
+    assert agreement["set"] == "jbb-judge-comparison" and agreement["own_rows"] is False
+    assert agreement["n"] == len(RESPONSES) and agreement["category_hint"] is False
+    assert "own rows" not in agreement["line"] and "no category hint" in agreement["line"]
+    # The refusal detector measured on the same four reference rows: it calls the off-topic poem unsafe.
+    assert agreement["baseline_kappa"] == pytest.approx(0.5)

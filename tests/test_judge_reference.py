@@ -68,24 +68,89 @@ def test_judge_comparison_with_a_missing_column_is_a_named_error(tmp_path: Path)
         load_judge_comparison(path)
 
 
-def test_artifacts_are_read_with_categories_as_hints_and_empty_attacks_skipped(tmp_path: Path) -> None:
-    folder = tmp_path / "attack-artifacts" / "PAIR" / "black_box"
-    folder.mkdir(parents=True)
-    entries = [
+def _write_json(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value), encoding="utf-8")
+
+
+def _published_artifacts(root: Path) -> Path:
+    """A small copy of the JailbreakBench/artifacts repository's shape: attack-artifacts/<method>/<attack type>/
+    <model>.json with an attack-info.json beside each method's folders, a submission's evaluation.json and
+    submission.json (the same responses again), the repository's own test-artifact fixture, and its older artifacts/
+    tree; failed attacks with null prompt and response, one method's records without "behavior", and a method whose
+    `parameters` name it differently from its folder (as prompt_with_random_search does)."""
+    attacks = root / "attack-artifacts"
+    pair = [
         _entry(0, "Disinformation", "Write it as a story ...", COMPLIED, True, behavior="Election influencing"),
         _entry(1, "Privacy", "Pretend you are ...", REFUSED, False),
         _entry(2, "Privacy", None, None, False),
     ]
-    (folder / "vicuna-13b-v1.5.json").write_text(json.dumps(_artifact("PAIR", entries)), encoding="utf-8")
-    reference = load_artifacts(tmp_path)
-    assert [(row.category, row.unsafe) for row in reference.rows] == [("S13", True), ("S7", False)]
-    assert reference.rows[0].exchange(category_hint=True).category == "S13"
-    assert "1 file(s)" in reference.source and "jailbroken" in reference.labelled_by
+    _write_json(attacks / "PAIR" / "attack-info.json", {"models": {"vicuna-13b-v1.5": ["black_box"]}})
+    _write_json(attacks / "PAIR" / "black_box" / "vicuna-13b-v1.5.json", _artifact("PAIR", pair))
+    without_behavior = {
+        key: value for key, value in _entry(0, "Privacy", "p", COMPLIED, True).items() if key != "behavior"
+    }
+    random_search = _artifact("adaptive_random_search", [without_behavior])
+    random_search["parameters"]["attack_type"] = "black_box_score_based"
+    _write_json(
+        attacks / "prompt_with_random_search" / "attack-info.json", {"models": {"vicuna-13b-v1.5": ["black_box"]}}
+    )
+    _write_json(attacks / "prompt_with_random_search" / "black_box" / "vicuna-13b-v1.5.json", random_search)
+    dsn = [_entry(0, "Privacy", "p", COMPLIED, True)]
+    _write_json(attacks / "DSN" / "attack-info.json", {"models": {"vicuna-13b-v1.5": ["white_box"]}})
+    _write_json(attacks / "DSN" / "white_box" / "vicuna-13b-v1.5.json", _artifact("DSN", dsn))
+    _write_json(attacks / "DSN" / "evaluation.json", {"vicuna-13b-v1.5": {"Defamation": {"prompt": "p",
+                "response": COMPLIED, "jailbroken": True}}})  # fmt: skip
+    _write_json(attacks / "DSN" / "submission.json", {"summaries": {"vicuna-13b-v1.5": {"jailbreaks": dsn}}})
+    fixture = _artifact("PAIR", [_entry(0, "Privacy", "Placeholder Prompt", "Placeholder Response", True)])
+    _write_json(attacks / "test-artifact" / "attack-info.json", {"models": {"vicuna-13b-v1.5": ["black_box"]}})
+    _write_json(attacks / "test-artifact" / "black_box" / "vicuna-13b-v1.5.json", fixture)
+    _write_json(root / "artifacts" / "test-artifact" / "black_box" / "vicuna.json", fixture)
+    return root
+
+
+def test_the_published_artifacts_folder_is_read_with_real_ids_and_its_other_files_skipped(tmp_path: Path) -> None:
+    reference = load_artifacts(_published_artifacts(tmp_path / "artifacts-repo"))
+    assert [row.id for row in reference.rows] == [
+        "jbb-artifact/DSN/white_box/vicuna-13b-v1.5/0",
+        "jbb-artifact/PAIR/black_box/vicuna-13b-v1.5/0",
+        "jbb-artifact/PAIR/black_box/vicuna-13b-v1.5/1",
+        "jbb-artifact/prompt_with_random_search/black_box/vicuna-13b-v1.5/0",
+    ]
+    assert [(row.category, row.unsafe) for row in reference.rows] == [
+        ("S7", True), ("S13", True), ("S7", False), ("S7", True)
+    ]  # fmt: skip
+    assert reference.rows[1].exchange(category_hint=True).category == "S13"
+    assert all(row.response != "Placeholder Response" for row in reference.rows)
+    skipped = dict(reference.skipped)
+    assert set(skipped) == {
+        "DSN/attack-info.json", "DSN/evaluation.json", "DSN/submission.json", "PAIR/attack-info.json",
+        "prompt_with_random_search/attack-info.json", "test-artifact/attack-info.json",
+        "test-artifact/black_box/vicuna-13b-v1.5.json",
+    }  # fmt: skip
+    assert skipped["PAIR/attack-info.json"].startswith("attack-info")
+    assert (
+        "layout" in skipped["DSN/submission.json"]
+        and "fixture" in skipped["test-artifact/black_box/vicuna-13b-v1.5.json"]
+    )
+    assert (
+        "3 artifact file(s)" in reference.source and "1 behaviour(s) without a prompt or response" in reference.source
+    )
+    assert "jailbroken" in reference.labelled_by
+    # The attack-artifacts folder itself reads the same rows.
+    assert load_artifacts(tmp_path / "artifacts-repo" / "attack-artifacts").rows == reference.rows
+
+
+def test_a_folder_with_no_artifact_in_the_published_layout_is_a_named_error(tmp_path: Path) -> None:
+    _write_json(tmp_path / "PAIR" / "attack-info.json", {"models": {}})
+    _write_json(tmp_path / "loose.json", _artifact("PAIR", [_entry(0, "Privacy", "p", "r", True)]))
+    with pytest.raises(FileNotFoundError, match="2 other JSON file"):
+        load_artifacts(tmp_path)
 
 
 def test_an_artifact_without_boolean_jailbroken_is_a_named_error(tmp_path: Path) -> None:
     entry = _entry(0, "Privacy", "p", "r", True) | {"jailbroken": "yes"}
-    (tmp_path / "a.json").write_text(json.dumps(_artifact("GCG", [entry])), encoding="utf-8")
+    _write_json(tmp_path / "GCG" / "white_box" / "llama-2-7b-chat-hf.json", _artifact("GCG", [entry]))
     with pytest.raises(ReferenceFormatError, match="jailbroken"):
         load_artifacts(tmp_path)
 

@@ -105,7 +105,7 @@ class RedteamAttackVerifier(DialogueVerifier):
     """Scores an attack dialogue from its judged transcript; novelty is measured against the injected archive and the
     behaviour's own goal."""
 
-    version = "e5-verifier-4"
+    version = "e5-verifier-5"
 
     def __init__(self, config: Config, archive: NoveltyArchive) -> None:
         self.dialogue = config.dialogue

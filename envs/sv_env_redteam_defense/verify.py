@@ -224,7 +224,7 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 class RedteamDefenseVerifier(DialogueVerifier):
     """Scores a defended conversation from its judged replies: 1 − the cost of how it ended."""
 
-    version = "e6-verifier-4"
+    version = "e6-verifier-5"
 
     def __init__(self, config: Config) -> None:
         self.judge = config.dialogue.judge

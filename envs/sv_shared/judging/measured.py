@@ -9,7 +9,9 @@ probes and off-goal E5 turns reach the judge without one; `correction_source` na
 judge costs one call per row, so a measurement is stored once per judge and validation-set version under
 outputs/judges/ and reused. Each measurement also holds the judge's verdict flips on the manipulation set (flips.py:
 the validation set's honest exchanges with text addressed to the judge added), and every rate carries them next to
-the judge's sensitivity, specificity and kappa.
+the judge's sensitivity, specificity and kappa. Every rate also carries `judge_agreement` (`agreement`): the judge's
+kappa with the name of the set it was measured on, whether those are the project's own rows, and the plain refusal
+detector's kappa on the same rows, as one printable `line`.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class JudgeUnavailableError(RuntimeError):
 
 MODEL_FREE_JUDGES: tuple[str, ...] = ("local", "refusal-detector")
 """Judges that need no model: measured on demand wherever a rate needs them."""
+
+BASELINE_JUDGE = "refusal-detector"
+"""The plain keyword judge every judge's agreement is shown beside, measured on the same rows."""
 
 
 @lru_cache(maxsize=1)
@@ -120,24 +125,66 @@ def _no_model(model_id: str) -> BatchPolicy:
     raise ValueError(f"a model-free judge asked for model {model_id!r}")
 
 
+SHIPPED_SET_NAME = "shipped judge-validation set, test split"
+OWN_ROWS_NOTE = "the project's own rows: responses of its models, labelled by its engineer"
+
+
 def correction_figures(
     measurement: dict[str, Any], *, category_hint: bool = True, label: str = "unsafe"
 ) -> tuple[Confusion, dict[str, Any]]:
     """The confusion a rate is corrected with, and where it was measured: the reference validation when the
-    measurement has one, else the shipped set's test split; in the hint mode the rate's judge ran in."""
+    measurement has one, else the shipped set's test split; in the hint mode the rate's judge ran in. `name` is the
+    set's name as a report prints it and `own_rows` whether the project wrote (and labelled) its rows."""
     mode = "hint" if category_hint else "no_hint"
     reference = measurement.get("reference")
     if reference is not None:
         counts = reference[mode][label]
         source = {"source": f"reference {reference['name']}: {reference['source']}", "set": reference["rows_hash"],
-                  "labelled_by": reference["labelled_by"], "split": "all"}  # fmt: skip
+                  "name": reference["name"], "own_rows": False, "labelled_by": reference["labelled_by"],
+                  "split": "all"}  # fmt: skip
     else:
         block = measurement if category_hint else measurement["no_hint"]
         counts = block["splits"][MEASUREMENT_SPLIT][label]
-        source = {"source": "shipped judge-validation set (real responses of the models here, hand-labelled)",
-                  "set": measurement["validation_set"], "split": MEASUREMENT_SPLIT}  # fmt: skip
+        source = {"source": f"shipped judge-validation set ({OWN_ROWS_NOTE})", "set": measurement["validation_set"],
+                  "name": SHIPPED_SET_NAME, "own_rows": True, "split": MEASUREMENT_SPLIT}  # fmt: skip
     confusion = Confusion.from_mapping(counts)
     return confusion, source | {"n": confusion.n, "category_hint": category_hint}
+
+
+def agreement(measurement: dict[str, Any], *, category_hint: bool = True, root: Path | None = None) -> dict[str, Any]:
+    """The judge's Cohen's kappa on the set its corrected rates use, named, beside the plain refusal detector's kappa
+    on the same rows in the same hint mode: a judge's figure means little without the baseline's on the same set (the
+    two rank differently on the project's own rows and on outside labels). `line` is what a report prints."""
+    confusion, validation = correction_figures(measurement, category_hint=category_hint)
+    detector = load_measurement(BASELINE_JUDGE, root)
+    detector_confusion, detector_validation = (
+        correction_figures(detector, category_hint=category_hint) if detector is not None else (None, {})
+    )
+    same_rows = detector_validation.get("set") == validation["set"]
+    detector_kappa = detector_confusion.cohen_kappa if detector_confusion is not None and same_rows else None
+    hint = "category hint given" if category_hint else "no category hint"
+    rows = f"{validation['n']} rows, {OWN_ROWS_NOTE}" if validation["own_rows"] else f"{validation['n']} rows"
+    baseline = (
+        f"{BASELINE_JUDGE} {_kappa(detector_kappa)} on the same rows"
+        if same_rows
+        else f"{BASELINE_JUDGE} not measured on it"
+    )
+    return {
+        "set": validation["name"],
+        "set_hash": validation["set"],
+        "own_rows": validation["own_rows"],
+        "n": validation["n"],
+        "category_hint": category_hint,
+        "kappa": confusion.cohen_kappa,
+        "baseline_judge": BASELINE_JUDGE,
+        "baseline_kappa": detector_kappa,
+        "line": f"{measurement['judge']} {_kappa(confusion.cohen_kappa)} on {validation['name']} ({rows}; {hint}); "
+        f"{baseline}",
+    }
+
+
+def _kappa(value: float | None) -> str:
+    return "κ –" if value is None else f"κ {value:.3f}"
 
 
 def split_confusion(measurement: dict[str, Any], label: str = "unsafe") -> Confusion:
@@ -171,6 +218,7 @@ def judged_rate(
         "judge_validation": validation,
         "judge_flips": measurement["manipulation"]["flips"],
         "judge_flips_n": measurement["manipulation"]["n"],
+        "judge_agreement": agreement(measurement, category_hint=category_hint, root=root),
     }
     if not values:
         return result | {"corrected": None, "corrected_ci": None}

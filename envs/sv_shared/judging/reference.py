@@ -7,13 +7,17 @@ Two public JailbreakBench sources, read in their published formats:
   human1, human2, human3, human_majority (1 = jailbroken, by majority of three human labellers), harmbench_cf,
   gpt4_cf, llamaguard2_cf, llama3_cf (the compared judges' verdicts, ignored here). No category column: rows carry
   no hint, and their refusal label is unknown.
-- attack artifacts (github.com/JailbreakBench/artifacts, `jailbreakbench.read_artifact`): one JSON per method and
-  target model, {"parameters": {...}, "jailbreaks": [{"index", "goal", "behavior", "category", "prompt",
-  "response", "number_of_queries", "queries_to_jailbreak", "prompt_tokens", "response_tokens", "jailbroken"}]},
-  `jailbroken` being the benchmark's own judge's verdict; a behaviour with no prompt or response is skipped.
+- attack artifacts (the JailbreakBench/artifacts repository, `jailbreakbench.read_artifact`):
+  attack-artifacts/<method>/<white_box|black_box|transfer|manual>/<model>.json, each {"parameters": {...},
+  "jailbreaks": [{"index", "goal", "behavior", "category", "prompt", "response", "number_of_queries",
+  "queries_to_jailbreak", "prompt_tokens", "response_tokens", "jailbroken", ...}]}, `jailbroken` being the
+  benchmark's own judge's verdict ("behavior" is missing from some methods' files); a behaviour the attack never broke
+  has null prompt and response and is left out. Beside them: attack-info.json per method (models -> attack types)
+  and, for some methods, a submission's evaluation.json / submission.json (the same responses again): skipped, with
+  the reason, as is the repository's own "test-artifact" fixture.
 
 Where they are found: a path in SECVERIFY_JBB_JUDGE_COMPARISON (a CSV, JSONL or parquet mirror, or a folder
-holding judge-comparison.csv), SECVERIFY_JBB_ARTIFACTS (a folder of artifact JSON files, searched recursively), or
+holding judge-comparison.csv), SECVERIFY_JBB_ARTIFACTS (the artifacts repository or its attack-artifacts folder), or
 else the `datasets` cache of the hub id (offline; nothing is downloaded). Every row goes to split "test": the
 reference is never tuned on. `ReferenceSet.source` says exactly what was read, so a report never claims a corpus
 it did not use.
@@ -39,6 +43,12 @@ JBB_JUDGE_FILE = "judge-comparison.csv"
 JUDGE_COMPARISON_ENV = "SECVERIFY_JBB_JUDGE_COMPARISON"
 ARTIFACTS_ENV = "SECVERIFY_JBB_ARTIFACTS"
 JUDGE_COMPARISON_COLUMNS = ("Index", "goal", "prompt", "target_response", "human_majority")
+ATTACK_ARTIFACTS_DIR = "attack-artifacts"
+ATTACK_INFO_FILE = "attack-info.json"
+ATTACK_TYPES = ("white_box", "black_box", "transfer", "manual")
+"""JailbreakBench's attack types (`jailbreakbench.config.AttackType`): the folder names between method and model."""
+FIXTURE_METHODS = frozenset({"test-artifact"})
+"""Method folders of the artifacts repository that hold its own test files, not attacks."""
 
 
 class ReferenceFormatError(ValueError):
@@ -53,6 +63,8 @@ class ReferenceSet:
     source: str
     labelled_by: str
     rows: tuple[ValidationRow, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+    """(path, reason) of each file the loader found and did not read as labelled responses."""
 
 
 def _majority(value: Any, where: str) -> bool:
@@ -124,45 +136,88 @@ def load_judge_comparison(path: str | Path | None = None) -> ReferenceSet:
     )
 
 
-def artifact_rows(artifact: Mapping[str, Any], where: str) -> list[ValidationRow]:
-    """Rows of one JBB artifact: every behaviour with a prompt and a response, labelled by `jailbroken`."""
+def artifact_rows(artifact: Mapping[str, Any], where: str, tag: str) -> tuple[list[ValidationRow], int]:
+    """Rows of one JBB artifact and how many of its behaviours were left out: every behaviour with a prompt and a
+    response, labelled by `jailbroken`, with the id "jbb-artifact/<tag>/<index>" (tag: method/attack type/model, from
+    the file's place in the folder, since `parameters` does not always name them as the folder does). A behaviour the
+    attack never broke has null prompt and response in the published files: left out and counted."""
     jailbreaks = artifact.get("jailbreaks")
     if not isinstance(jailbreaks, list):
         raise ReferenceFormatError(f"{where}: no 'jailbreaks' list")
-    parameters = artifact.get("parameters") or {}
-    tag = f"{parameters.get('method', 'method')}-{parameters.get('model', 'model')}"
     rows = []
+    left_out = 0
     for position, entry in enumerate(jailbreaks):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("jailbroken"), bool):
             raise ReferenceFormatError(f"{where} jailbreak {position}: 'jailbroken' must be a boolean")
         if not entry.get("prompt") or entry.get("response") is None:
+            left_out += 1
             continue
         category = jbb_hazard(str(entry.get("category")), str(entry.get("behavior") or "")) or UNSPECIFIED_CATEGORY
-        row_id = f"jbb-artifact-{tag}-{entry.get('index', position)}"
+        row_id = f"jbb-artifact/{tag}/{entry.get('index', position)}"
         rows.append(_reference_row(row_id, str(entry["prompt"]), str(entry["response"]), category, entry["jailbroken"]))
-    return rows
+    return rows, left_out
+
+
+def _skip_reason(path: Path) -> str | None:
+    """Why a JSON file under an artifacts folder is not an attack artifact, or None when it sits where one does."""
+    if path.name == ATTACK_INFO_FILE:
+        return "attack-info: the method's index of models and attack types, no responses"
+    if path.parent.name not in ATTACK_TYPES:
+        return f"not at <method>/<{'|'.join(ATTACK_TYPES)}>/<model>.json (JailbreakBench's artifact layout)"
+    if path.parent.parent.name in FIXTURE_METHODS:
+        return "JailbreakBench's own test fixture (placeholder prompts and responses)"
+    return None
+
+
+def _artifact_root(folder: Path) -> Path:
+    """The published repository's root holds its artifacts under attack-artifacts/ (and an older artifacts/ tree of
+    test files beside it): given the root, read attack-artifacts/ only."""
+    nested = folder / ATTACK_ARTIFACTS_DIR
+    return nested if nested.is_dir() else folder
 
 
 def load_artifacts(folder: str | Path) -> ReferenceSet:
-    """Every artifact JSON under folder (recursively), in path order."""
-    paths = sorted(Path(folder).rglob("*.json"))
-    if not paths:
-        raise FileNotFoundError(f"no artifact JSON files under {folder}")
+    """Every attack artifact under folder, as JailbreakBench publishes them (its artifacts repository, or the
+    `jailbreakbench` package's cache): attack-artifacts/<method>/<attack type>/<model>.json, in path order. Other JSON
+    files there (each method's attack-info.json, a submission's evaluation.json and submission.json, the fixtures of
+    the method "test-artifact") are skipped and listed in `skipped` with the reason."""
+    root = _artifact_root(Path(folder))
+    paths = sorted(root.rglob("*.json"))
     rows: list[ValidationRow] = []
+    skipped: list[tuple[str, str]] = []
+    read = 0
+    left_out = 0
     for path in paths:
+        reason = _skip_reason(path)
+        if reason is not None:
+            skipped.append((str(path.relative_to(root)), reason))
+            continue
         try:
             artifact = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ReferenceFormatError(f"{path}: not JSON ({exc})") from exc
         if not isinstance(artifact, Mapping):
             raise ReferenceFormatError(f"{path}: expected a JSON object")
-        rows.extend(artifact_rows(artifact, str(path)))
+        tag = f"{path.parent.parent.name}/{path.parent.name}/{path.stem}"
+        found, missing = artifact_rows(artifact, str(path), tag)
+        rows.extend(found)
+        left_out += missing
+        read += 1
+    if not read:
+        raise FileNotFoundError(f"no attack artifact under {root} ({len(skipped)} other JSON file(s) skipped)")
     ids = [row.id for row in rows]
     if len(set(ids)) != len(ids):
-        raise ReferenceFormatError(f"{folder}: two artifacts share a method, model and behaviour index")
-    source = f"JailbreakBench artifacts, {len(paths)} file(s) under {folder}"
+        raise ReferenceFormatError(f"{root}: two jailbreaks of one artifact share a behaviour index")
+    source = (
+        f"JailbreakBench artifacts, {read} artifact file(s) under {root}, {len(rows)} responses "
+        f"({left_out} behaviour(s) without a prompt or response left out, {len(skipped)} other JSON file(s) skipped)"
+    )
     return ReferenceSet(
-        "jbb-artifacts", source, "JailbreakBench's own judge (the artifacts' 'jailbroken')", tuple(rows)
+        "jbb-artifacts",
+        source,
+        "JailbreakBench's own judge (the artifacts' 'jailbroken')",
+        tuple(rows),
+        skipped=tuple(skipped),
     )
 
 
