@@ -64,7 +64,9 @@ def test_tournament_records_every_pairing_per_round(isolated_outputs: Path) -> N
     assert "| 3 | defender | template-attacker | policy-defender |" in table
     # every rate sits beside its judge's agreement, the set it was measured on, and its verdict flips
     assert all(row["judge_flips_n"] == 450 and row["judge_kappa"] is not None for row in rows)
-    assert table.count(f"| local: {rows[0]['judge_kappa']:.3f} ({rows[0]['judge_validation_source']}), 0 of 450 |") == 3
+    agreement = rows[0]["judge_agreement"]
+    assert agreement.startswith(f"local κ {rows[0]['judge_kappa']:.3f} on ") and "refusal" in agreement
+    assert table.count(f"| {agreement}; flips 0 of 450 |") == 3
 
 
 def test_unknown_entrants_are_refused(isolated_outputs: Path) -> None:

@@ -193,6 +193,9 @@ class RedteamAttackVerifier(DialogueVerifier):
             ("Judge sens.", "attack_success.judge_sensitivity"),
             ("Judge spec.", "attack_success.judge_specificity"),
             ("Judge flips", "attack_success.judge_flips"),
+            # Agreement on the named validation set, beside the plain refusal detector's on the same rows.
+            ("Judge κ", "attack_success.judge_agreement.kappa"),
+            ("Refusal detector κ", "attack_success.judge_agreement.baseline_kappa"),
             ("Turns to success", "mean_turns_to_success"),
             ("Novelty", "novelty_of_successes"),
         ]

@@ -315,6 +315,9 @@ class RedteamDefenseVerifier(DialogueVerifier):
             ("Judge sens.", "unsafe_compliance.judge_sensitivity"),
             ("Judge spec.", "unsafe_compliance.judge_specificity"),
             ("Judge flips", "unsafe_compliance.judge_flips"),
+            # Agreement on the named validation set, beside the plain refusal detector's on the same rows.
+            ("Judge κ", "unsafe_compliance.judge_agreement.kappa"),
+            ("Refusal detector κ", "unsafe_compliance.judge_agreement.baseline_kappa"),
         ]
 
     def provenance(self) -> dict[str, Any]:

@@ -186,6 +186,8 @@ def _row(
             "judge": success.get("judge"),
             "judge_kappa": success.get("judge_kappa"),
             "judge_validation_source": (success.get("judge_validation") or {}).get("source"),
+            # The judge's κ on the named set beside the refusal detector's on the same rows, as one line.
+            "judge_agreement": (success.get("judge_agreement") or {}).get("line"),
             "judge_flips": success.get("judge_flips"),
             "judge_flips_n": success.get("judge_flips_n"),
         }
@@ -243,7 +245,10 @@ def _judge(row: Mapping[str, Any]) -> str:
     if row.get("judge_kappa") is None:
         return f"{row.get('judge') or '–'}: not measured"
     flips = f"{row['judge_flips']} of {row['judge_flips_n']}" if row.get("judge_flips_n") else "–"
-    return f"{row['judge']}: {row['judge_kappa']:.3f} ({row['judge_validation_source']}), {flips}"
+    measured = (
+        row.get("judge_agreement") or f"{row['judge']}: {row['judge_kappa']:.3f} ({row['judge_validation_source']})"
+    )
+    return f"{measured}; flips {flips}"
 
 
 def _rate(value: float | None, ci: Sequence[float] | None) -> str:
