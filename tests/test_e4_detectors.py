@@ -49,6 +49,7 @@ PASS = (
     "mx.example.org; spf=pass smtp.mailfrom=example-shop.com; dkim=pass header.d=example-shop.com; "
     "dmarc=pass header.from=example-shop.com"
 )
+UNALIGNED = "mx.example.org; spf=pass smtp.mailfrom=mailer-x.example.net; dkim=none; dmarc=none"
 
 
 # --- one indicator at a time: (positive, negative twin) ---------------------------------------------------------
@@ -67,7 +68,8 @@ def with_attachment(filename: str) -> str:
 
 TWINS: dict[str, tuple[str, str]] = {
     "sender_spoofing": (
-        mail(Return_Path="<bounce@mailer-x.example.net>"),
+        # A Return-Path of another organisation, which alone is weak, and only that organisation authenticated.
+        mail(Return_Path="<bounce@mailer-x.example.net>", Authentication_Results=UNALIGNED),
         mail(Return_Path="<bounce@mailer-x.example.net>", Authentication_Results=PASS),
     ),
     "reply_to_mismatch": (

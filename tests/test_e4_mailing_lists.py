@@ -1,5 +1,6 @@
-"""E4 sender rule: Return-Path ≠ From is spoofing unless DMARC-style alignment vouches for From or an authenticated
-mailing list is the envelope sender; list headers alone, which a phisher adds for free, whitewash nothing."""
+"""E4 sender rule on list mail: a Return-Path ≠ From is not held against a message that DMARC-style alignment vouches
+for or that an authenticated mailing list relays; list headers alone, which a phisher adds for free, whitewash
+nothing (tests/test_e4_sender_evidence.py weighs the other clues)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def test_bounce_domain_of_a_mail_service_with_aligned_dkim_is_not_spoofing() -> 
             "spf=pass smtp.mailfrom=mailer-lists.top; dkim=none; dmarc=fail header.from=example.com",
             ("List-Id: <news.mailer-lists.top>", "Sender: news@mailer-lists.top"),
         ),
-        # List headers with no authentication results at all: nothing vouches for the envelope sender.
-        (None, ("List-Id: <staff.mailer-lists.top>", "List-Unsubscribe: <mailto:u@mailer-lists.top>")),
+        # List headers and an SPF softfail for the envelope the receiving server recorded (Received-SPF only).
+        (None, ("List-Id: <staff.mailer-lists.top>", "Received-SPF: softfail (mailer-lists.top: 192.0.2.9)")),
         # A List-Id naming another organisation than the envelope sender.
         ("spf=pass smtp.mailfrom=mailer-lists.top; dmarc=none", ("List-Id: <finance.example.com>",)),
         # A DKIM pass for the phisher's domain that is not From's organisation, and no list headers.

@@ -163,3 +163,80 @@ def test_eval_command_takes_a_labelled_mail_directory(
     (folder / "labels.csv").write_text("file,label\na.eml,phishing\nsub/b.eml,spam?\n", encoding="utf-8")
     assert main(["eval", "--env", "e4", "--dataset", str(folder), "--models", "phish-rules", "-n", "2"]) == 2
     assert "label outside" in capsys.readouterr().err
+
+
+SAVED_WITH_FROM_LINE = "From - Mon Jan  1 00:00:00 2024\n" + BENIGN
+"""One message as some mail clients save it: an mbox "From " separator line first, so it is read as an mbox."""
+
+
+def test_a_single_file_read_as_an_mbox_names_its_label_file_and_label_keys(tmp_path: Path) -> None:
+    path = tmp_path / "saved.eml"
+    path.write_text(SAVED_WITH_FROM_LINE, encoding="utf-8")
+    assert raw_mail.is_raw_mail(path)
+    with pytest.raises(raw_mail.LabelFileError) as error:
+        raw_mail.load_labelled(path)
+    message = str(error.value)
+    assert (
+        "saved.eml.labels.csv" in message
+        and 'saved.eml starts with a "From " line, so it is read as an mbox' in message
+    )
+    assert "`label` column (phishing or benign)" in message and "`saved.eml:1`" in message and "`message_id`" in message
+
+
+def test_a_message_file_read_as_an_mbox_says_which_file_key_labels_it(tmp_path: Path) -> None:
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    (folder / "saved.eml").write_text(SAVED_WITH_FROM_LINE, encoding="utf-8")
+    (folder / "labels.csv").write_text("file,label\nsaved.eml,benign\n", encoding="utf-8")
+    with pytest.raises(raw_mail.MissingLabelError) as error:
+        raw_mail.load_labelled(folder)
+    message = str(error.value)
+    assert "saved.eml message 1 (a row names it by file `saved.eml:1` or message_id `lunch-2@example.com`" in message
+    assert 'saved.eml starts with a "From " line, so it is read as an mbox' in message
+    (folder / "labels.csv").write_text("file,label\nsaved.eml:1,benign\n", encoding="utf-8")
+    assert raw_mail.load_labelled(folder)["label"].to_list() == ["Legitimate"]
+
+
+def test_a_row_naming_an_mbox_file_as_a_whole_is_told_the_names_of_its_messages(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.mbox"
+    box = mailbox.mbox(path)
+    box.add(PHISH)
+    box.add(BENIGN)
+    box.close()
+    labels = (
+        "file,message_id,label\ninbox.mbox,,phishing\n,phish-1@paypa1-secure.top,phishing\n,lunch-2@example.com,ham\n"
+    )
+    (tmp_path / "inbox.mbox.labels.csv").write_text(labels, encoding="utf-8")
+    with pytest.raises(raw_mail.UnmatchedLabelError) as error:
+        raw_mail.load_labelled(path)
+    assert 'line 2 (inbox.mbox starts with a "From " line, so it is read as an mbox' in str(error.value)
+    assert "name its messages `inbox.mbox:1` to `inbox.mbox:2`" in str(error.value)
+
+
+def test_a_message_without_a_label_is_told_its_file_and_message_id_keys(tmp_path: Path) -> None:
+    folder = _eml_dir(tmp_path, "file,label\na.eml,phishing\n")
+    with pytest.raises(raw_mail.MissingLabelError, match=r"by file `sub/b\.eml` or message_id `lunch-2@example\.com`"):
+        raw_mail.load_labelled(folder)
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [("filename,label", "names its message by `file` or `message_id`"), ("file,verdict", "no `label` column")],
+)
+def test_label_file_columns_named_otherwise_name_the_columns_found_and_needed(
+    tmp_path: Path, header: str, problem: str
+) -> None:
+    folder = _eml_dir(tmp_path, f"{header}\na.eml,phishing\nsub/b.eml,benign\n")
+    with pytest.raises(raw_mail.LabelFileError) as error:
+        raw_mail.load_labelled(folder)
+    message = str(error.value)
+    assert "labels.csv line 2" in message and problem in message
+    assert str(sorted(header.split(","))) in message and "`label` column (phishing or benign)" in message
+
+
+def test_a_single_file_that_is_not_an_mbox_is_a_named_error(tmp_path: Path) -> None:
+    path = tmp_path / "one.eml"
+    path.write_text(BENIGN, encoding="utf-8")
+    assert not raw_mail.is_raw_mail(path)
+    with pytest.raises(raw_mail.MessagesPathError, match=r"one\.eml: .*put message files in a directory"):
+        list(raw_mail.read_messages(path))

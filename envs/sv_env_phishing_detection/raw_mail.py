@@ -18,8 +18,11 @@ Every message becomes an item through the same derivation as the embedded corpus
 fields, the guessed language, content hash, deduplication, validation); the scenario is "unspecified". What cannot be
 trusted raises a named error before anything is evaluated: a label outside the vocabulary (UnknownLabelError), a
 message no label names (MissingLabelError), a label row naming no message (UnmatchedLabelError), two labels for one
-message (ConflictingLabelError). A message that cannot be read as RFC 5322 (empty, no header lines, larger than
-schema.MAX_RAW_CHARS, unreadable) is skipped and counted in the LoadReport by reason; the others still load.
+message (ConflictingLabelError). Each error names the file, what was expected and the label keys that would name
+the message; a file read as an mbox because it starts with a "From " line (as some mail clients save a single
+message) says so, with the `<file>:<n>` names of its messages. A message that cannot be read as RFC 5322 (empty, no
+header lines, larger than schema.MAX_RAW_CHARS, unreadable) is skipped and counted in the LoadReport by reason; the
+others still load.
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ LABEL_WORDS: dict[str, str] = {
 """Label file words (casefolded) and the item label each one means."""
 MAX_LISTED = 10
 """How many offending rows or messages an error message names."""
+LABEL_COLUMNS = "a `label` column (phishing or benign) and `file` and/or `message_id`"
+"""What a label file row must carry, as errors say it."""
+MBOX_NOTE = 'starts with a "From " line, so it is read as an mbox'
+"""Why a file is read as several messages, as errors say it."""
 
 
 class LabelFileError(CorpusValidationError):
@@ -75,6 +82,10 @@ class ConflictingLabelError(CorpusValidationError):
     """One message named by label rows that disagree."""
 
 
+class MessagesPathError(CorpusValidationError):
+    """The messages path is a file that is not an mbox (a single message belongs in a directory)."""
+
+
 @dataclass(frozen=True)
 class RawMessage:
     """One message as read: the names a label file may use for it, where it is (for reports) and its bytes."""
@@ -82,6 +93,8 @@ class RawMessage:
     names: tuple[str, ...]
     where: str
     data: bytes
+    mbox: str | None = None
+    """The mbox file it was read from (its path inside the messages directory), None for a message file."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +120,17 @@ def label_file_for(path: Path) -> Path:
     found = [candidate for candidate in candidates if candidate.is_file()]
     if len(found) != 1:
         problem = "none of" if not found else "more than one of"
-        raise LabelFileError(f"{path}: {problem} {[str(c) for c in candidates]} exists; give exactly one label file")
+        names = (
+            "`file` (a message's path inside the directory)"
+            if path.is_dir()
+            else f"`file` (`{path.name}:1` for its first message, counted from 1)"
+        )
+        read_as = "" if path.is_dir() else f" {path.name} {MBOX_NOTE}."
+        raise LabelFileError(
+            f"{path}: {problem} {[str(c) for c in candidates]} exists; give exactly one label file.{read_as} "
+            f"A label file is CSV or JSON lines with a `label` column (phishing or benign) and {names} "
+            "and/or `message_id`"
+        )
     return found[0]
 
 
@@ -147,13 +170,21 @@ def message_id_key(value: str) -> str:
 
 
 def read_labels(path: Path) -> list[LabelRow]:
-    """The rows of a label file; raises LabelFileError on its layout and UnknownLabelError naming every row whose
-    label is not a known word."""
+    """The rows of a label file; raises LabelFileError on its layout (naming the columns a row has and those it
+    needs) and UnknownLabelError naming every row whose label is not a known word."""
     rows, unknown = [], []
     for line, record in _label_records(path):
         file, message_id, word = _cell(record, "file"), _cell(record, "message_id"), _cell(record, "label")
+        columns = sorted(str(name) for name in record if name is not None)
         if file is None and message_id is None:
-            raise LabelFileError(f"{path} line {line}: a row names its message by `file` or `message_id`")
+            raise LabelFileError(
+                f"{path} line {line}: a row names its message by `file` or `message_id`; "
+                f"this row has {columns}, a label file needs {LABEL_COLUMNS}"
+            )
+        if "label" not in record:
+            raise LabelFileError(
+                f"{path} line {line}: no `label` column in {columns}; a label file needs {LABEL_COLUMNS}"
+            )
         label = LABEL_WORDS.get((word or "").casefold())
         if label is None:
             unknown.append(f"line {line}: {word!r}")
@@ -186,7 +217,7 @@ def _mbox_messages(file: Path, shown: str) -> Iterator[RawMessage]:
     try:
         for number, key in enumerate(box.keys(), start=1):
             yield RawMessage(
-                (f"{shown}:{number}", f"{file.name}:{number}"), f"{shown} message {number}", box.get_bytes(key)
+                (f"{shown}:{number}", f"{file.name}:{number}"), f"{shown} message {number}", box.get_bytes(key), shown
             )
     finally:
         box.close()
@@ -195,6 +226,11 @@ def _mbox_messages(file: Path, shown: str) -> Iterator[RawMessage]:
 def read_messages(path: Path, *, label_file: Path | None = None) -> Iterator[RawMessage]:
     """Every message under path (see the module docstring), in a stable order; the label file is not a message."""
     if path.is_file():
+        if not is_mbox(path):
+            raise MessagesPathError(
+                f'{path}: a single file is read as an mbox only when it starts with a "From " line; put message '
+                f"files in a directory with a labels.csv or labels.jsonl ({LABEL_COLUMNS})"
+            )
         yield from _mbox_messages(path, path.name)
         return
     if not path.is_dir():
@@ -257,6 +293,21 @@ class _Labels:
         return matched
 
 
+def _unlabelled(message: RawMessage, message_id: str | None) -> str:
+    """A message no row names, with the label keys that would name it."""
+    keys = f"file `{message.names[0]}`" + (f" or message_id `{message_id}`" if message_id else "")
+    read_as = f"; {message.mbox} {MBOX_NOTE}" if message.mbox is not None else ""
+    return f"{message.where} (a row names it by {keys}{read_as})"
+
+
+def _unmatched(row: LabelRow, mbox_sizes: dict[str, int]) -> str:
+    """A label row that names no message; a row naming an mbox file as a whole is told its messages' names."""
+    size = mbox_sizes.get(row.file) if row.file else None
+    if size:
+        return f"line {row.line} ({row.file} {MBOX_NOTE}: name its messages `{row.file}:1` to `{row.file}:{size}`)"
+    return f"line {row.line} ({row.file or row.message_id})"
+
+
 def load_labelled(
     messages: str | Path,
     labels: str | Path | None = None,
@@ -273,8 +324,12 @@ def load_labelled(
     items: list[tuple[str, str, str]] = []
     missing: list[str] = []
     conflicts: list[str] = []
+    mbox_sizes: dict[str, int] = {}
     for message in read_messages(messages, label_file=label_path):
         report.rows_read += 1
+        if message.mbox is not None:
+            for name in {message.mbox, Path(message.mbox).name}:
+                mbox_sizes[name] = mbox_sizes.get(name, 0) + 1
         raw = decode_message_bytes(message.data).replace("\r\n", "\n")
         problem, message_id = _read(raw)
         matched = labels.claim(message, message_id)  # a skipped message's label row is accounted for, not unmatched
@@ -283,12 +338,12 @@ def load_labelled(
             continue
         found = {row.label for row in matched}
         if not found:
-            missing.append(message.where)
+            missing.append(_unlabelled(message, message_id))
         elif len(found) > 1:
             conflicts.append(f"{message.where} (lines {sorted(row.line for row in matched)})")
         else:
             items.append((raw, found.pop(), message.where))
-    unmatched = [f"line {row.line} ({row.file or row.message_id})" for row in rows if row.line not in labels.used]
+    unmatched = [_unmatched(row, mbox_sizes) for row in rows if row.line not in labels.used]
     for error, what, listed in (
         (ConflictingLabelError, "message(s) with disagreeing labels", conflicts),
         (MissingLabelError, f"message(s) that no row of {label_path} names", missing),

@@ -293,7 +293,7 @@ class PhishingVerifier(CompletionVerifier):
     """The components above for a {"label", "confidence", "evidence"} answer, against the label and the detectors'
     analysis of the raw email (its tool: recomputed, never read from stored columns, and cached)."""
 
-    version = "e4-verifier-5"
+    version = "e4-verifier-6"
     answers_are_labels = True
     reference_confidence: float = REFERENCE_CONFIDENCE
 
