@@ -24,8 +24,9 @@ import yaml
 from browser import CHROMIUM, Page, chromium_page
 from webserver import running_webserver
 
-from secverify_dagster.assets.keys import eval_key, report_key
+from secverify_dagster.assets.keys import checkpoint_evals_key, eval_key, report_key
 from secverify_dagster.definitions import defs
+from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION
 from secverify_dagster.pipeline import prepare_instance
 from secverify_dagster.resources.models import load_registry
 from sv_shared.config import project_root
@@ -218,3 +219,51 @@ def _failure_reasons(instance: dg.DagsterInstance, run_id: str) -> list[str]:
             reasons.append(error.message.strip())
             error = error.cause
     return reasons
+
+
+def test_the_ui_explains_automation_checkpoint_lineage_and_approval(
+    instance: dg.DagsterInstance, tmp_path: Path
+) -> None:
+    """What a governance reviewer opens: every schedule and sensor with its description, a checkpoint's evals in
+    the lineage between the checkpoint and the report, and the approval job offering the checkpoints that await a
+    decision (issue 27)."""
+    awaiting = "smollm2-135m-instruct.sft.20261129-ui"
+    instance.add_dynamic_partitions(AWAITING_APPROVAL_PARTITION, [awaiting])
+    repository = defs.get_repository_def()
+    automations = {
+        **{schedule.name: schedule.description for schedule in repository.schedule_defs},
+        **{sensor.name: sensor.description for sensor in repository.sensor_defs},
+    }
+    with (
+        running_webserver(os.environ, tmp_path / "webserver.log") as server,
+        chromium_page(_artifacts_dir()) as page,
+    ):
+        url = server.wait_ready()
+        page.navigate(f"{url}/automation")
+        page.wait_for_text("weekly_sweep", timeout_s=60)
+        _dismiss_community_dialog(page)
+        page.screenshot("1-automation")
+        links = page.evaluate(
+            "[...document.querySelectorAll('a')].map((a) => a.getAttribute('href'))"
+            ".filter((href) => href && /\\/(schedules|sensors)\\//.test(href))"
+        )
+        assert {link.rsplit("/", 1)[-1] for link in links} == set(automations)
+        for link in links:
+            name = link.rsplit("/", 1)[-1]
+            page.navigate(f"{url}{link}")
+            # Its description's first line (a docstring's line breaks are the UI's to wrap).
+            page.wait_for_text(automations[name].split("\n")[0], selector="td", exact=False, timeout_s=60)
+        page.screenshot("2-sensor-description")
+        location = links[0].split("/schedules/")[0].split("/sensors/")[0]
+
+        evals = checkpoint_evals_key("rlft", "e1")
+        page.navigate(f"{url}/assets/{evals.to_user_string()}?view=lineage")
+        # Upstream the checkpoint and the split it is measured on, downstream the report that shows it.
+        for node in ("curated_splits", "report", "ablations"):
+            page.wait_for_text(node, timeout_s=60)
+        page.screenshot("3-checkpoint-evals-lineage")
+
+        page.navigate(f"{url}{location}/jobs/approve_checkpoint_job/partitions")
+        page.wait_for_text(awaiting, timeout_s=60)
+        page.wait_for_text("Total partitions", exact=False)
+        page.screenshot("4-approval-partitions")
