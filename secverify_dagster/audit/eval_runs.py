@@ -21,6 +21,7 @@ from secverify_dagster.runner.datasets import select_items
 from sv_shared.config import ConfigError
 from sv_shared.contracts import Environment, Verifier
 from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.judging.measured import agreement
 from sv_shared.registry import EnvironmentNotAvailable, get_environment
 from sv_shared.runs.folder import RunFolder
 from sv_shared.runs.schema import RunMetadata, RunRecordError, Session
@@ -197,6 +198,8 @@ class RunChains(Subjects):
                     "validation_set": validation.get("validation_set"),
                     "sensitivity": test.get("sensitivity"),
                     "specificity": test.get("specificity"),
+                    # Which set the figures come from, and the refusal detector's κ on the same rows.
+                    "agreement": _agreement_line(validation),
                 }
                 links.append(present("judge", metadata.judge, facts=facts))
         return links
@@ -250,3 +253,11 @@ def _dirty_paths(sessions: Sequence[Session]) -> list[str] | None:
     if all(paths is None for paths in recorded):
         return None
     return sorted({path for paths in recorded for path in paths or []})
+
+
+def _agreement_line(validation: Mapping[str, Any]) -> str | None:
+    """The judge's agreement as a run's rates were corrected with it (None for a record that predates it)."""
+    try:
+        return agreement(dict(validation))["line"]
+    except (KeyError, TypeError, ValueError):
+        return None

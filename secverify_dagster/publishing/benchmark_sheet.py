@@ -64,6 +64,8 @@ class JudgedRate:
     corrected: Estimate
     sensitivity: float | None
     specificity: float | None
+    agreement: str | None = None
+    """The judge's κ on its named validation set beside the refusal detector's on the same rows (one line)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,7 @@ def _judged_rates(metrics: Mapping[str, Any]) -> list[JudgedRate]:
                     corrected=Estimate(value.get("corrected"), _ci(*(value.get("corrected_ci") or (None, None)))),
                     sensitivity=value.get("judge_sensitivity"),
                     specificity=value.get("judge_specificity"),
+                    agreement=(value.get("judge_agreement") or {}).get("line"),
                 )
             )
     return judged
@@ -244,12 +247,13 @@ def _env_lines(sheet: EnvSheet) -> list[str]:
             "",
             "Judged rates, with the judge's accuracy measured on its held-out validation split beside them:",
             "",
-            "| model | rate | judged [95% CI] | corrected for the judge [95% CI] | judge | sensitivity | specificity |",
-            "|---|---|---|---|---|---|---|",
+            "| model | rate | judged [95% CI] | corrected for the judge [95% CI] | judge | sensitivity | specificity "
+            "| agreement (set; refusal detector on the same rows) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         lines += [
             f"| {model} | {rate.metric} | {rate.rate.text()} | {rate.corrected.text()} | `{rate.judge}` | "
-            f"{Estimate(rate.sensitivity).text()} | {Estimate(rate.specificity).text()} |"
+            f"{Estimate(rate.sensitivity).text()} | {Estimate(rate.specificity).text()} | {rate.agreement or '–'} |"
             for model, rate in judged
         ]
     if sheet.not_run:
