@@ -5,6 +5,10 @@ checks appear in the UI (`make dev`) exactly as if they had been launched there.
 use, also on a fresh outputs folder: the folder, the project's dagster.yaml (copied atomically, never over one the
 user edited) and Dagster's SQLite storages are created, and the model partitions seeded, under a lock in the folder,
 so two `secverify run` starting at once do not race; the second waits for the first's few seconds of setup.
+
+Every run carries this process as a tag (run_processes.py): each start marks the runs a killed process left STARTED
+as FAILURE, and a run interrupted by SIGTERM or Ctrl-C (recorded FAILURE by Dagster as it stops) ends the sequence:
+nothing after it starts, and the command exits with INTERRUPTED.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -21,6 +26,7 @@ from secverify_dagster.assets.keys import eval_key, report_key
 from secverify_dagster.definitions import defs
 from secverify_dagster.partitions import MODELS_PARTITION
 from secverify_dagster.resources.models import load_registry, reachability
+from secverify_dagster.run_processes import fail_abandoned_runs, process_tags, was_interrupted
 from sv_shared.config import outputs_dir, project_root
 from sv_shared.data.files import exclusive, write_bytes_atomic
 from sv_shared.registry import get_environment
@@ -29,6 +35,13 @@ _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 SETUP_WAIT_S = 120.0
 """How long a process waits for another one setting up the same Dagster home (seconds of work)."""
+
+INTERRUPTED = 130
+"""The exit status after a run was interrupted (SIGTERM, Ctrl-C): the shell's status for an interrupted command."""
+
+
+class Interrupted(Exception):
+    """A run of the sequence was interrupted: the rest of the sequence must not start."""
 
 
 def dagster_home() -> Path:
@@ -46,12 +59,23 @@ def prepare_instance(models: Iterable[str] = ()) -> dg.DagsterInstance:
             write_bytes_atomic(config, (project_root() / "dagster.yaml").read_bytes())
         # Opening the instance creates and migrates its SQLite storages: done by one process at a time.
         instance = dg.DagsterInstance.get()
+        for run_id in fail_abandoned_runs(instance):
+            print(f"run {run_id} was left unfinished by a process that has ended: marked failed", flush=True)
         # The registry seeds the model partitions, as the new-model sensor does in a running deployment.
         known = set(instance.get_dynamic_partitions(MODELS_PARTITION))
         new = [model for model in dict.fromkeys(models) if model not in known]
         if new:
             instance.add_dynamic_partitions(MODELS_PARTITION, new)
     return instance
+
+
+def _execute(job: dg.JobDefinition, instance: dg.DagsterInstance, **options: Any) -> dg.ExecuteInProcessResult:
+    """One run of the sequence in this process, tagged with it; Interrupted when a signal stopped it."""
+    result = job.execute_in_process(instance=instance, tags=process_tags(), raise_on_error=False, **options)
+    if was_interrupted(instance, result.run_id):
+        print(f"      interrupted: run {result.run_id} recorded as failed; nothing after it starts", flush=True)
+        raise Interrupted(result.run_id)
+    return result
 
 
 def _step(number: int, total: int, text: str) -> float:
@@ -65,6 +89,13 @@ def _done(started: float, result: dg.ExecuteInProcessResult, detail: str = "") -
 
 
 def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
+    try:
+        return _run_main_job(env_id=env_id, models=models, n=n)
+    except Interrupted:
+        return INTERRUPTED
+
+
+def _run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
     env = get_environment(env_id)
     registry = load_registry()
     unknown = [m for m in models if m not in registry]
@@ -75,9 +106,7 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
 
     total = 2 + len(models)
     started = _step(1, total, f"{env.name}: raw corpora → curated splits → synthetic set (+ checks)")
-    data = defs.resolve_job_def(f"{env_id}_data_job").execute_in_process(
-        instance=instance, run_config=_QUIET, raise_on_error=False
-    )
+    data = _execute(defs.resolve_job_def(f"{env_id}_data_job"), instance, run_config=_QUIET)
     _done(started, data)
     if not data.success:
         return 1
@@ -90,12 +119,12 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
         if not status.ok:
             print(f"      skipped: {status.reason}", flush=True)
             continue
-        result = eval_job.execute_in_process(
-            instance=instance,
+        result = _execute(
+            eval_job,
+            instance,
             partition_key=model_id,
             asset_selection=[eval_key(env_id)],
             run_config={**_QUIET, **eval_run_config(env_id, {"n": n} if n else {})},
-            raise_on_error=False,
         )
         detail = ""
         for event in result.get_asset_materialization_events():
@@ -105,9 +134,7 @@ def run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
         failures += not result.success
 
     started = _step(total, total, f"{env_id}/report")
-    report = defs.resolve_job_def(f"{env_id}_report_job").execute_in_process(
-        instance=instance, run_config=_QUIET, raise_on_error=False
-    )
+    report = _execute(defs.resolve_job_def(f"{env_id}_report_job"), instance, run_config=_QUIET)
     _done(started, report)
     report_path = ""
     for made in report.asset_materializations_for_node(report_key(env_id).to_python_identifier()):
@@ -129,6 +156,13 @@ def run_training(kind: str, recipe_name: str, experiment: Path | None = None) ->
     environments' data lineage where its curated splits are missing, their SFT datasets (SFT recipes), the
     checkpoint, and its blocking safety scan. `experiment`: a record naming this recipe, whose overrides, data slices
     and reward change the checkpoint is trained with (and whose ref its manifest carries)."""
+    try:
+        return _run_training(kind, recipe_name, experiment)
+    except Interrupted:
+        return INTERRUPTED
+
+
+def _run_training(kind: str, recipe_name: str, experiment: Path | None = None) -> int:
     from secverify_dagster.assets.keys import checkpoint_key, curated_key, sft_dataset_key
     from secverify_dagster.training.settings import load_promotion_config
     from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe
@@ -144,9 +178,7 @@ def run_training(kind: str, recipe_name: str, experiment: Path | None = None) ->
         if (outputs_dir() / "datasets" / env_id / "curated" / "test.parquet").is_file():
             continue
         started = _step(1, 2, f"{env_id}: data lineage (no {curated_key(env_id).to_user_string()} yet)")
-        data = defs.resolve_job_def(f"{env_id}_data_job").execute_in_process(
-            instance=instance, run_config=_QUIET, raise_on_error=False
-        )
+        data = _execute(defs.resolve_job_def(f"{env_id}_data_job"), instance, run_config=_QUIET)
         _done(started, data)
         if not data.success:
             return 1
@@ -155,12 +187,7 @@ def run_training(kind: str, recipe_name: str, experiment: Path | None = None) ->
         selection = [*(sft_dataset_key(env_id) for env_id in recipe.envs), *selection]
     started = _step(2, 2, " → ".join(key.to_user_string() for key in selection) + " (+ safety scan)")
     job = defs.resolve_implicit_global_asset_job_def()
-    result = job.execute_in_process(
-        instance=instance,
-        asset_selection=selection,
-        run_config=run_config,
-        raise_on_error=False,
-    )
+    result = _execute(job, instance, asset_selection=selection, run_config=run_config)
     detail, trained = "", False
     for event in result.get_asset_materialization_events():
         meta = event.materialization.metadata

@@ -107,6 +107,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     recipes, and curated E1/E6 splits from the embedded corpora."""
     root = tmp_path_factory.mktemp("project")
     shutil.copytree(REPO / "configs" / "envs", root / "configs" / "envs")
+    # E1's default N, which a checkpoint's evals use, cut to 8 items: the comparison, not the sample size, is tested.
+    e1 = root / "configs" / "envs" / "e1.yaml"
+    e1.write_text(e1.read_text(encoding="utf-8").replace("default_n: 32", "default_n: 8", 1), encoding="utf-8")
     for name in ("promotion.yaml", "sft_datasets.yaml"):
         shutil.copy(REPO / "configs" / name, root / "configs" / name)
     model = save_tiny_model(root / "tiny-model", smollm2_tokenizer())
@@ -313,7 +316,7 @@ def test_a_checkpoints_evals_compare_it_with_its_parent_and_base_and_resume(trai
     assert roles == [("checkpoint", rlft.model_id), ("parent", sft.model_id), ("base", "tiny")]
     # The same items for all three (seed 42, E1's default N), paired item by item.
     n = e1.results[0].n
-    assert {result.n for result in e1.results} == {n} and n > 0
+    assert {result.n for result in e1.results} == {n} == {get_environment("e1").config.eval.default_n}
     assert {role: delta["n"] for role, delta in e1.deltas.items()} == {"parent": n, "base": n}
     for role, delta in e1.deltas.items():
         mine = {record["id"]: record["reward"] for record in _results(e1.results[0].run_dir)}

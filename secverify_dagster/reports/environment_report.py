@@ -10,16 +10,18 @@ volumes, the failed runs of the period, the provenance of every run: its full co
 the files that were dirty). Plain Python: the report asset and `secverify report` both call build_report.
 
 Reports are kept per period and never overwritten: outputs/reports/<env>/<cadence>/<period>/<UTC time>[-N]/, a
-folder made with an exclusive mkdir (new_report_dir). Each holds report.md (plots as relative links), report.html
-(self-contained: plots inlined, styled tables), report.json and the plots. Every file is replaced atomically. The
-outputs folder is evals_root's parent: datasets/, tournaments/ and run_failures/ are read beside evals/.
+name reserved for one writer (report_dir). Each holds report.md (plots as relative links), report.html
+(self-contained: plots inlined, styled tables), report.json and the plots. A report appears whole or not at all: it is
+built in a hidden sibling folder and renamed into place (report_folders.py), so a killed writer leaves no partial
+folder, and the next writer removes what it left. The outputs folder is evals_root's parent: datasets/,
+tournaments/ and run_failures/ are read beside evals/.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
@@ -30,6 +32,7 @@ from secverify_dagster.reports.answers import answer_lines, checkpoint_lines, co
 from secverify_dagster.reports.html import render_html
 from secverify_dagster.reports.operations import operations
 from secverify_dagster.reports.regression_gate import MAX_RELATIVE_DROP, GateVerdict, UnjudgeableRunError, compare_runs
+from secverify_dagster.reports.report_folders import building, reserve_report_dir
 from secverify_dagster.reports.runs import RunView, Selection, select_runs
 from secverify_dagster.reports.scope import Period, ReportScope, report_scope
 from secverify_dagster.reports.trajectories import report_trajectory_lines
@@ -88,8 +91,9 @@ def new_report_dir(root: Path, now: datetime | None = None) -> Path:
 
 
 def report_dir(env_reports: Path, scope: ReportScope, now: datetime | None = None) -> Path:
-    """A new folder for a report of this scope under the environment's reports: <cadence>/<period>/<UTC time>."""
-    return new_report_dir(env_reports.joinpath(*scope.folder_parts), now)
+    """A new report folder's path for this scope under the environment's reports (<cadence>/<period>/<UTC time>),
+    reserved for this process; build_report makes it, whole."""
+    return reserve_report_dir(env_reports.joinpath(*scope.folder_parts), now)
 
 
 def _plot(path: Path, draw: Any, *args: Any, **kwargs: Any) -> Path:
@@ -367,12 +371,33 @@ def build_report(
     seed: int = 42,
     parents: Mapping[str, str] | None = None,
 ) -> Report:
-    """scope: what the report covers (default: latest). parents: checkpoint model id → the model it was trained from
+    """The report written to out_dir, which appears with every file in it or not at all (report_folders.building).
+    scope: what the report covers (default: latest). parents: checkpoint model id → the model it was trained from
     (the registry's lineage), compared in a section of their own."""
-    scope = scope or report_scope(env, "latest")
+    with building(out_dir) as folder:
+        report = _write_report(
+            env, evals_root, folder, scope=scope or report_scope(env, "latest"), seed=seed, parents=parents
+        )
+    return replace(
+        report,
+        markdown_path=out_dir / report.markdown_path.name,
+        html_path=out_dir / report.html_path.name,
+        json_path=out_dir / report.json_path.name,
+        plots=[out_dir / plot.relative_to(folder) for plot in report.plots],
+    )
+
+
+def _write_report(
+    env: Environment,
+    evals_root: Path,
+    out_dir: Path,
+    *,
+    scope: ReportScope,
+    seed: int,
+    parents: Mapping[str, str] | None,
+) -> Report:
     selection = select_runs(evals_root, env, scope)
     runs = selection.runs
-    out_dir.mkdir(parents=True, exist_ok=True)
     dialogue = isinstance(env.episodes, Dialogue)
     deltas = period_deltas(selection, seed=seed) if scope.period else {}
     comparisons = paired_comparisons(runs, seed=seed)

@@ -5,7 +5,9 @@
     # each result is a Completion or a ProviderError (after retries), in request order
 
 API providers run on asyncio with at most spec.concurrency requests in flight; the local model runs in a
-worker thread in batches of spec.batch_size; rule baselines run inline and are never cached.
+worker thread in batches of spec.batch_size; rule baselines run inline and are never cached. When the caller is
+interrupted (Ctrl-C, SIGTERM, Dagster terminating the run) or cancelled, the local model's thread is told to stop and
+ends at its next token, so the interrupt ends the call at once instead of waiting for every batch to finish.
 
 API calls are retried here, with backoff (RetryPolicy), when the ProviderError is retryable: 408, 409, 429 (not
 quota), 5xx, timeouts, refused or reset connections, and 200 replies that hold no answer (invalid_body, empty_reply:
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
@@ -159,10 +162,21 @@ class ModelClient:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            self._load_here()
             return asyncio.run(self.acomplete_many(requests))
         # Called from inside an event loop (an async Dagster op, a notebook): run ours on a separate thread.
         with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-client") as pool:
             return pool.submit(asyncio.run, self.acomplete_many(requests)).result()
+
+    def _load_here(self) -> None:
+        """Load a local model in the calling thread, where an interrupt reaches it, rather than in the worker
+        thread, which would go on loading (≈ 20 s) after the caller was told to stop."""
+        load = getattr(self.provider, "load", None)
+        if load is None:
+            return
+        # A failure here is met again by complete_batches, which answers each request with it, named.
+        with contextlib.suppress(Exception):
+            load()
 
     def complete(self, request: ChatRequest) -> Completion:
         """One request; raises the ProviderError instead of returning it."""
@@ -191,7 +205,14 @@ class ModelClient:
                     results[index] = hit
             if pending:
                 if mode == "batch":
-                    await asyncio.to_thread(self._run_batches, requests, keys, pending, results)
+                    stop = threading.Event()
+                    try:
+                        await asyncio.to_thread(self._run_batches, requests, keys, pending, results, stop)
+                    except BaseException:
+                        # Interrupted or cancelled: the event loop's shutdown joins the worker thread, so it must
+                        # stop now rather than finish every batch nobody will read.
+                        stop.set()
+                        raise
                 else:
                     await self._run_async(requests, keys, pending, results)
         errors = sum(1 for result in results if isinstance(result, ProviderError))
@@ -222,7 +243,12 @@ class ModelClient:
         return results
 
     def _run_batches(
-        self, requests: list[ChatRequest], keys: list[str], pending: list[int], results: list[Result | None]
+        self,
+        requests: list[ChatRequest],
+        keys: list[str],
+        pending: list[int],
+        results: list[Result | None],
+        stop: threading.Event,
     ) -> None:
         subset = [requests[i] for i in pending]
 
@@ -233,7 +259,7 @@ class ModelClient:
                     result = self._record_or_error(keys[index], result)
                 results[index] = result
 
-        self.provider.complete_batches(subset, on_batch)
+        self.provider.complete_batches(subset, on_batch, stop=stop)
 
     async def _run_async(
         self, requests: list[ChatRequest], keys: list[str], pending: list[int], results: list[Result | None]

@@ -5,11 +5,18 @@ with left padding. A request whose params declare a JSON answer end (sv_shared.a
 sequence of its batch where its own answer is complete; a reply that hits the token budget first has finish_reason
 "length". `export_hf_folder` writes the GGUF model as a plain HF folder that `transformers serve`,
 TRL and vLLM load.
+
+Generation stops when told, within one token: a call given a `stop` event ends when it is set (the model client sets
+it when the caller is interrupted, as when Dagster terminates a run), and `stop_all_generation` ends every call in
+the process. A stopped call raises GenerationStopped; it never returns the cut-off text as an answer. A worker process
+started by another (a Dagster run worker, a multiprocess step) that loads a model ends within seconds of its parent,
+so no model goes on generating for a run nobody is waiting for (sv_shared.execution.processes.end_with_parent).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import threading
@@ -20,6 +27,7 @@ from typing import Any
 
 from sv_shared.answers.completion import AnswerEnd, answer_end_of, json_answer_complete
 from sv_shared.data.hashing import stable_json
+from sv_shared.execution.processes import end_with_parent
 
 from .registry import local_model_source
 from .types import ChatRequest, Completion, Usage
@@ -30,6 +38,32 @@ _EXPORT_MARKER = "secverify_export.json"
 
 _MODELS: dict[tuple[str, str | None], LocalModel] = {}
 _MODELS_LOCK = threading.Lock()
+_STOP_ALL = threading.Event()
+
+
+class GenerationStopped(Exception):
+    """Generation was told to stop (its caller was interrupted, or the process is ending) before it finished."""
+
+
+def stop_all_generation() -> None:
+    """Stop every generation in this process at its next token, and refuse new ones: the process is ending."""
+    _STOP_ALL.set()
+
+
+def _told_to_stop(stop: threading.Event | None) -> bool:
+    return _STOP_ALL.is_set() or (stop is not None and stop.is_set())
+
+
+class StopWhenTold:
+    """A stopping criterion for generate(): every row stops at the next token once the call is told to stop."""
+
+    def __init__(self, stop: threading.Event | None) -> None:
+        self.stop = stop
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        return torch.full((input_ids.shape[0],), _told_to_stop(self.stop), dtype=torch.bool, device=input_ids.device)
 
 
 def _max_new_tokens(params: dict[str, Any]) -> int:
@@ -162,10 +196,15 @@ class LocalModel:
             }
         )
 
-    def generate_batch(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        """One generate() call over requests that share generation settings (see plan_batches)."""
+    def generate_batch(
+        self, requests: Sequence[ChatRequest], *, stop: threading.Event | None = None
+    ) -> list[Completion]:
+        """One generate() call over requests that share generation settings (see plan_batches). GenerationStopped
+        when `stop` is set (or stop_all_generation is called) before it finishes."""
         if not requests:
             return []
+        if _told_to_stop(stop):
+            raise GenerationStopped("told to stop before generating")
         torch = self._torch
         params = requests[0].params
         texts = [self.prompt_text(request) for request in requests]
@@ -187,10 +226,12 @@ class LocalModel:
             gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if params.get("repetition_penalty") is not None:
             gen_kwargs["repetition_penalty"] = float(params["repetition_penalty"])
+        stopping: list[Any] = [StopWhenTold(stop)]
         answer_complete = None
         if answer_end_of(params) is AnswerEnd.JSON_OBJECT:
             answer_complete = AnswerComplete(self.tokenizer, input_ids.shape[1], self.closing_ids)
-            gen_kwargs["stopping_criteria"] = [answer_complete]
+            stopping.append(answer_complete)
+        gen_kwargs["stopping_criteria"] = stopping
 
         started = time.perf_counter()
         with self._lock, torch.inference_mode():
@@ -202,6 +243,8 @@ class LocalModel:
             else:
                 output = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **gen_kwargs)
         latency = (time.perf_counter() - started) / len(requests)
+        if _told_to_stop(stop):
+            raise GenerationStopped(f"told to stop after {time.perf_counter() - started:.1f} s of generation")
 
         new_tokens = output[:, input_ids.shape[1] :].tolist()
         prompt_counts = attention_mask.sum(dim=1).tolist()
@@ -236,6 +279,7 @@ class LocalModel:
         *,
         batch_size: int = 32,
         on_batch: Callable[[list[int], list[Completion]], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> list[Completion]:
         """Completions in the order of requests; batches are formed by prompt length and generation settings.
 
@@ -244,7 +288,7 @@ class LocalModel:
         """
         results: list[Completion | None] = [None] * len(requests)
         for indices in self.plan_batches(requests, batch_size):
-            completions = self.generate_batch([requests[i] for i in indices])
+            completions = self.generate_batch([requests[i] for i in indices], stop=stop)
             for index, completion in zip(indices, completions, strict=True):
                 results[index] = completion
             if on_batch is not None:
@@ -265,6 +309,11 @@ def load_local_model(source: str = DEFAULT_SOURCE) -> LocalModel:
         if model is None:
             model = LocalModel(folder, gguf_file)
             _MODELS[key] = model
+    if multiprocessing.parent_process() is not None:
+        # A worker process (a Dagster run worker, a multiprocess step): it must not outlive the process that
+        # started it. A process started from a shell is left alone (nohup'd runs go on by design). The OS parent
+        # is watched: under a forkserver it is the server, which itself ends with the process that asked for it.
+        end_with_parent(os.getppid(), on_orphaned=stop_all_generation)
     return model
 
 

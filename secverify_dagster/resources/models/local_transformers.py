@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 from .types import ChatRequest, Completion, ModelSpec, ProviderError
@@ -25,15 +26,25 @@ class LocalTransformersProvider:
 
         return load_local_model(self.spec.model)
 
+    def load(self) -> None:
+        """Load the model now (once per process), in the calling thread."""
+        self.model()
+
     def complete_batches(
         self,
         requests: Sequence[ChatRequest],
         on_batch: Callable[[list[int], list[Completion | ProviderError]], None],
+        *,
+        stop: threading.Event | None = None,
     ) -> None:
         """Generate all requests in batches of spec.batch_size; on_batch gets each batch's indices, results.
 
-        A failing batch (out of memory, a template error) turns into ProviderErrors for that batch only.
+        A failing batch (out of memory, a template error) turns into ProviderErrors for that batch only. Once
+        `stop` is set the batch in progress ends at its next token and it and every batch after it are answered
+        with a "stopped" ProviderError, at once: no cut-off text is passed on as an answer.
         """
+        from .local_model import GenerationStopped
+
         try:
             model = self.model()
             batches = model.plan_batches(requests, self.spec.batch_size)
@@ -41,10 +52,19 @@ class LocalTransformersProvider:
             error = ProviderError(f"{self.spec.id}: local model unavailable: {type(exc).__name__}: {exc}", kind="local")
             on_batch(list(range(len(requests))), [error] * len(requests))
             return
+        stopped: ProviderError | None = None
         for indices in batches:
-            try:
-                results: list[Completion | ProviderError] = list(model.generate_batch([requests[i] for i in indices]))
-            except Exception as exc:
-                error = ProviderError(f"{self.spec.id}: generation failed: {type(exc).__name__}: {exc}", kind="local")
-                results = [error] * len(indices)
+            results: list[Completion | ProviderError]
+            if stopped is None:
+                try:
+                    results = list(model.generate_batch([requests[i] for i in indices], stop=stop))
+                except GenerationStopped as exc:
+                    stopped = ProviderError(f"{self.spec.id}: generation stopped: {exc}", kind="local")
+                except Exception as exc:
+                    error = ProviderError(
+                        f"{self.spec.id}: generation failed: {type(exc).__name__}: {exc}", kind="local"
+                    )
+                    results = [error] * len(indices)
+            if stopped is not None:
+                results = [stopped] * len(indices)
             on_batch(indices, results)
