@@ -51,6 +51,7 @@ from sv_shared.answers.plots import (
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.contracts import Dialogue, Environment
 from sv_shared.data.files import replacing, write_bytes_atomic, write_json_atomic, write_text_atomic
+from sv_shared.judging.measured import agreement
 from sv_shared.runs.triage import (
     CATEGORIES,
     COLORS,
@@ -515,6 +516,17 @@ def _not_scored(runs: Sequence[RunView]) -> str:
     )
 
 
+def _agreement_text(validation: Mapping[str, Any]) -> str:
+    """Which set the judge's agreement was measured on, beside the refusal detector's on the same rows."""
+    lines = []
+    for hint in (True, False):
+        try:
+            lines.append(agreement(dict(validation), category_hint=hint)["line"])
+        except (KeyError, TypeError, ValueError):
+            return ""
+    return f"Agreement: {lines[0]}. Without the hint: {lines[1]}. "
+
+
 def _dialogue_section(runs: Sequence[RunView], tournaments: Path, out_dir: Path, plots: list[Path]) -> list[str]:
     """Who the dialogues were with, the judge's measured accuracy, and (E5) the latest tournament's success curves."""
     newest = runs[-1].metadata
@@ -528,6 +540,7 @@ def _dialogue_section(runs: Sequence[RunView], tournaments: Path, out_dir: Path,
         f"Counterparts: {counterparts or 'none'}. Judge `{newest.judge}`: on the held-out validation split "
         f"sensitivity {_fmt(test.get('sensitivity'))}, specificity {_fmt(test.get('specificity'))}, "
         f"Cohen's κ {_fmt(test.get('cohen_kappa'))} (n={test.get('n_positive', 0) + test.get('n_negative', 0)}). "
+        f"{_agreement_text(validation)}"
         "Corrected rates invert the judge's error (Rogan–Gladen); their CIs resample dialogues and validation counts. "
         "Transcripts in the run folders are redacted: judged-unsafe text is kept only as its hash and categories.",
     ]
