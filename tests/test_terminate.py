@@ -127,6 +127,29 @@ def test_the_provider_answers_every_request_after_a_stop_with_a_named_error(tiny
         assert isinstance(result, ProviderError) and "generation stopped" in result.message
 
 
+def test_interrupting_a_client_stops_generation_in_every_thread_that_uses_it(tiny_folder: Path) -> None:
+    """Tool episodes generate in a pool of threads an interrupt does not reach: the client stops them all."""
+    from secverify_dagster.resources.models import ModelClient, ProviderError
+    from secverify_dagster.resources.models.local_transformers import LocalTransformersProvider
+
+    spec = dataclasses.replace(_tiny_spec(tiny_folder), batch_size=2)
+    client = ModelClient(spec, LocalTransformersProvider(spec))
+    answers: list[object] = []
+    worker = threading.Thread(target=lambda: answers.extend(client.complete_many(_requests(4, MAX_TOKENS))))
+    worker.start()
+    time.sleep(1.0)
+    told = time.perf_counter()
+    client.interrupt()
+    worker.join(timeout=STOPPED_WITHIN_S)
+    assert not worker.is_alive() and time.perf_counter() - told < 3.0
+    assert len(answers) == 4 and all(
+        isinstance(answer, ProviderError) and "generation stopped" in answer.message for answer in answers
+    )
+    # From now on nothing is generated: an episode's next turn ends at once, named.
+    (later,) = client.complete_many(_requests(1, MAX_TOKENS))
+    assert isinstance(later, ProviderError) and "generation stopped" in later.message
+
+
 # Real processes
 
 

@@ -24,7 +24,14 @@ class ToolEpisode(EpisodeKind):
         workers = 1 if local else max(1, self.spec.concurrency)
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="episode") as pool:
-            outcomes = list(pool.map(lambda item: self._settled(item, params, seed, local), batch))
+            try:
+                outcomes = list(pool.map(lambda item: self._settled(item, params, seed, local), batch))
+            except BaseException:
+                # Interrupted (Terminate, Ctrl-C): an interrupt reaches this thread only, and leaving the pool
+                # waits for its episodes, so their generation is stopped and the queued ones never start.
+                self.client.interrupt()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
         records = [outcome for outcome in outcomes if isinstance(outcome, ResultRecord)]
         errors = [outcome for outcome in outcomes if isinstance(outcome, ErrorRecord)]
         # Generation and verification interleave inside an episode; the whole episode counts as generation.

@@ -96,6 +96,8 @@ class ModelClient:
         self._stats["latency_s_total"] = 0.0
         self._lock = threading.Lock()
         self._closed = False
+        self._interrupted = threading.Event()
+        self._active_stops: set[threading.Event] = set()
 
     def __repr__(self) -> str:
         return f"ModelClient(id={self.spec.id!r}, provider={self.spec.provider!r}, model={self.spec.model!r})"
@@ -205,7 +207,7 @@ class ModelClient:
                     results[index] = hit
             if pending:
                 if mode == "batch":
-                    stop = threading.Event()
+                    stop = self._stop_event()
                     try:
                         await asyncio.to_thread(self._run_batches, requests, keys, pending, results, stop)
                     except BaseException:
@@ -213,12 +215,32 @@ class ModelClient:
                         # stop now rather than finish every batch nobody will read.
                         stop.set()
                         raise
+                    finally:
+                        with self._lock:
+                            self._active_stops.discard(stop)
                 else:
                     await self._run_async(requests, keys, pending, results)
         errors = sum(1 for result in results if isinstance(result, ProviderError))
         if errors:
             self._add(errors=errors)
         return list(results)  # type: ignore[arg-type]
+
+    def interrupt(self) -> None:
+        """Stop local generation in every thread using this client, now and from now on: each call in progress ends
+        at its next token, later calls answer at once, every unfinished request with the named "generation
+        stopped" error. For callers whose worker threads an interrupt does not reach (a pool of tool episodes)."""
+        with self._lock:
+            self._interrupted.set()
+            for stop in self._active_stops:
+                stop.set()
+
+    def _stop_event(self) -> threading.Event:
+        stop = threading.Event()
+        with self._lock:
+            if self._interrupted.is_set():
+                stop.set()
+            self._active_stops.add(stop)
+        return stop
 
     def close(self) -> None:
         """Release the client (the cache belongs to the caller and stays open)."""
