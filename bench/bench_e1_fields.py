@@ -4,7 +4,9 @@ For each embedded split (train, the one it is fitted on; dev; test) and each com
 (all 2^4 subsets of views.py's no-bytes, no-packets, no-state, no-service), then with only the endpoints recorded
 (hosts, ports, protocol, service: what the public IoT-23-derived benchmark shows) and with the endpoints and Zeek's
 conn_state: mean reward, accuracy, F1 and balanced accuracy (intent-to-treat: an abstention is a wrong answer),
-abstention and recall per true class, through the environment's own verifier (sv_env_network_logs.figures). Each
+abstention and recall per true class, and on the answered flows the mean confidence, ECE and Brier score beside
+"brier@1", the Brier the same labels would score at confidence 1 (a Brier above it means stating certainty would earn
+more calibration reward), through the environment's own verifier (sv_env_network_logs.figures). Each
 split's header gives the best answer-independent strategy's reward (one label at one confidence for every flow, or
 always abstaining), the bar tests/test_reward_skill.py holds the baseline above on test.
 
@@ -31,7 +33,20 @@ from sv_shared.registry import get_environment
 
 CONSTANT_LABELS = ("Malicious", "Benign", "Abstain")
 CONFIDENCES = [step / 20 for step in range(21)]
-COLUMNS = ("reward", "accuracy", "f1", "bal_acc", "abst_B", "abst_M", "recall_B", "recall_M")
+COLUMNS = (
+    "reward",
+    "accuracy",
+    "f1",
+    "bal_acc",
+    "abst_B",
+    "abst_M",
+    "recall_B",
+    "recall_M",
+    "conf",
+    "ece",
+    "brier",
+    "brier@1",
+)
 
 
 def best_constant(env: Environment, frame: pl.DataFrame) -> tuple[str, float]:
@@ -49,7 +64,8 @@ def best_constant(env: Environment, frame: pl.DataFrame) -> tuple[str, float]:
 def cells(figures: ViewFigures) -> list[float | None]:
     per_class = [figures.abstention.get(label) for label in ("Benign", "Malicious")]
     recalls = [figures.recall.get(label) for label in ("Benign", "Malicious")]
-    return [figures.reward, figures.accuracy, figures.f1, figures.balanced_accuracy, *per_class, *recalls]
+    calibration = [figures.mean_confidence, figures.ece, figures.brier, figures.brier_at_certainty]
+    return [figures.reward, figures.accuracy, figures.f1, figures.balanced_accuracy, *per_class, *recalls, *calibration]
 
 
 def render(rows: list[ViewFigures]) -> str:

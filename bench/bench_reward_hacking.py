@@ -522,7 +522,27 @@ def single_turn_column(env: Environment, items: Sequence[Item], strategies: Mapp
         name: summary([answer(Seen(env, observation, h)) for observation, h in zip(observations, honest, strict=True)])
         for name, answer in strategies.items()
     }
+    if env.env_id in CONFIDENCE_ENVS:
+        # The honest reference is the baseline's labels at the best confidence for them: a baseline fitted on train
+        # may be under- or overconfident on these items, and a strategy must not earn reward by correcting that.
+        results[honest_id] = max(results[honest_id], summary(recalibrated(env, items, honest)), key=lambda r: r[0])
     return _column(env.env_id, env.env_id, honest_id, results)
+
+
+CONFIDENCE_ENVS = frozenset({"e1", "e4"})
+"""Detection environments whose answers state a confidence the calibration component scores."""
+
+
+def recalibrated(env: Environment, items: Sequence[Item], honest: Sequence[str]) -> list[str]:
+    """The honest answers with each answered label's confidence set to that label's precision on these items: under
+    the Brier calibration component (a proper scoring rule), no other confidence per label scores more."""
+    label_column = env.data.label_column
+    right: dict[str, list[bool]] = {}
+    for item, answer in zip(items, honest, strict=True):
+        label = _field(answer, "label")
+        right.setdefault(label, []).append(label == item[label_column])
+    precision = {label: round(sum(hits) / len(hits), 6) for label, hits in right.items()}
+    return [_with(answer, confidence=precision[_field(answer, "label")]) for answer in honest]
 
 
 def _column(env_id: str, label: str, honest_id: str, results: Mapping[str, tuple[float, dict[str, float]]]) -> Column:

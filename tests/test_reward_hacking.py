@@ -1,6 +1,9 @@
 """The standing reward-hacking suite: cheap answer strategies a policy could discover must score below each
 environment's honest baseline on its embedded test split (the table is bench/bench_reward_hacking.py's), and every
-hole found so far stays closed (one regression test each)."""
+hole found so far stays closed (one regression test each). For E1 and E4 the honest reference is the baseline's labels
+at the best confidence for them on those items, when that scores more than the baseline's own confidences: the E1
+baseline is fitted on train, whose attack kinds differ from test's, and is underconfident there (mean confidence 0.72,
+accuracy 0.98), so its own labels at confidence 1 would otherwise "beat" it without any hack."""
 
 from __future__ import annotations
 

@@ -2,7 +2,10 @@
 on logs that record only a connection's endpoints: what `bench/bench_e1_fields.py` prints and E1's report can show.
 
 Accuracy, F1 and balanced accuracy are intent-to-treat (an abstention counts as a wrong answer); abstention and recall
-are given per true class, so a baseline that abstains on one class (and so never catches it) shows it.
+are given per true class, so a baseline that abstains on one class (and so never catches it) shows it. Calibration
+(mean confidence, ECE, Brier) is over the answered flows, beside the Brier the same labels would score at confidence 1:
+the reward pays calibration as 1 - Brier, so confidences whose Brier is above that bar earn less than stating
+certainty on every answer would (the hole tests/test_reward_hacking.py looks for).
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ class ViewFigures:
     """True class → share of its flows answered "Abstain"."""
     recall: Mapping[str, float]
     """True class → share of its flows answered with that class."""
+    mean_confidence: float | None
+    ece: float | None
+    brier: float | None
+    brier_at_certainty: float | None
+    """The Brier score of the same answers at confidence 1: the share of answered flows answered wrong."""
 
 
 def views_of(frame: pl.DataFrame) -> Iterator[tuple[str, pl.DataFrame]]:
@@ -68,6 +76,11 @@ def measure(
         return sum(given_label == answered for given_label in flows) / len(flows) if flows else 0.0
 
     present = [label for label in CLASSES if label in truths]
+    answered = [
+        (sample.parsed["confidence"], given_label == truth)
+        for sample, given_label, truth in zip(scored, given, truths, strict=True)
+        if given_label in CLASSES
+    ]
     return ViewFigures(
         split=split,
         view=view,
@@ -78,6 +91,10 @@ def measure(
         balanced_accuracy=metrics["answers"]["balanced_accuracy"],
         abstention={label: share(label, ABSTAIN) for label in present},
         recall={label: share(label, label) for label in present},
+        mean_confidence=sum(confidence for confidence, _ in answered) / len(answered) if answered else None,
+        ece=metrics["ece"],
+        brier=metrics["brier"],
+        brier_at_certainty=sum(not right for _, right in answered) / len(answered) if answered else None,
     )
 
 
