@@ -90,7 +90,7 @@ def test_generate_validates_and_records_provenance() -> None:
 
 
 @needs_sandbox
-def test_candidates_the_harness_or_scanners_reject_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_candidates_the_harness_or_scanners_reject_are_dropped() -> None:
     """A mutant whose exploit test still passes fails the harness; a scanner-visible weakness nobody reports fails
     the scanner check (no scanners here at all), while scanner-invisible ones are kept."""
     harmless = synth.TemplateSpec(
@@ -104,10 +104,11 @@ def test_candidates_the_harness_or_scanners_reject_are_dropped(monkeypatch: pyte
     )
     indexed = next(t for t in synth.TEMPLATES if t.operator == "drop_lower_bound")
     hashed = next(t for t in synth.TEMPLATES if t.operator == "weak_hash")
-    monkeypatch.setattr(synth, "TEMPLATES", (harmless, indexed, hashed))
     env = build(load_env_config("e3"), scanners=CodeScanners(scanners=[]))
     report = synth.SynthReport()
-    frame = synth.generate(3, seed=1, verifier=env.verifier, max_rounds=1, report=report)
+    frame = synth.generate(
+        3, seed=1, verifier=env.verifier, max_rounds=1, report=report, templates=(harmless, indexed, hashed)
+    )
     assert set(frame["cwe"]) == {"CWE-125"}
     assert report.dropped["scanners did not confirm"] >= 1
     assert report.dropped["rejected: vulnerable"] >= 1  # the harness: its exploit test passes on the mutant
