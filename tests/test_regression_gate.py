@@ -395,6 +395,12 @@ def test_the_blocking_check_runs_with_the_eval_and_stops_the_report(
         records = [record.replace(reward=1.0) for record in folder.read_results()]
         folder.results_path.unlink()
         folder.append_results(records)
+        # The heuristic is right on nearly every E1 test item (mean reward ≈ 0.97), within 3% of a perfect run: its
+        # stored run is marked down a tenth, so the run the schedule resumes is a drop beyond the 3% allowed.
+        current = RunFolder(run_dir)
+        lowered = [record.replace(reward=record.reward * 0.9) for record in current.read_results()]
+        current.results_path.unlink()
+        current.append_results(lowered)
 
         # As a schedule launches it: eval_job, the model's partition, only the eval asset selected.
         heuristic = load_registry()["heuristic"]

@@ -137,10 +137,11 @@ def test_the_weekly_sweep_requests_no_run_for_a_served_model_whose_endpoint_is_d
     assert {request.partition_key: request.tags for request in requests} == {
         "served-up": {
             "secverify/cadence": "weekly",
+            "secverify/views": "none",
             PROVIDER_TAG: "openai_compatible",
             SERVED_MODEL_TAG: "served-up",
         },
-        "heuristic": {"secverify/cadence": "weekly", PROVIDER_TAG: "baseline"},
+        "heuristic": {"secverify/cadence": "weekly", "secverify/views": "none", PROVIDER_TAG: "baseline"},
     }
     assert f"not requesting e1:served-down: endpoint down: {closed}/models" in caplog.text
 

@@ -195,6 +195,9 @@ def test_wandb_offline_runs_get_the_recipe_project_and_are_finished(
 ) -> None:
     import wandb
 
+    # W&B keeps its settings process-wide from its first call (an eval's artifact in this worker, say): forget them,
+    # so the directory below is the one it writes to.
+    wandb.teardown()
     monkeypatch.setenv("WANDB_MODE", "offline")  # nothing leaves the machine
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_SILENT", "true")
