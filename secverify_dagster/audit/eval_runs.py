@@ -21,7 +21,7 @@ from secverify_dagster.runner.datasets import select_items
 from sv_shared.config import ConfigError
 from sv_shared.contracts import Environment, Verifier
 from sv_shared.data.hashing import sha256_hex, stable_json
-from sv_shared.judging.measured import agreement
+from sv_shared.judging.measured import agreement_line
 from sv_shared.registry import EnvironmentNotAvailable, get_environment
 from sv_shared.runs.folder import RunFolder
 from sv_shared.runs.schema import RunMetadata, RunRecordError, Session
@@ -199,7 +199,7 @@ class RunChains(Subjects):
                     "sensitivity": test.get("sensitivity"),
                     "specificity": test.get("specificity"),
                     # Which set the figures come from, and the refusal detector's κ on the same rows.
-                    "agreement": _agreement_line(validation),
+                    "agreement": agreement_line(dict(validation)),
                 }
                 links.append(present("judge", metadata.judge, facts=facts))
         return links
@@ -253,11 +253,3 @@ def _dirty_paths(sessions: Sequence[Session]) -> list[str] | None:
     if all(paths is None for paths in recorded):
         return None
     return sorted({path for paths in recorded for path in paths or []})
-
-
-def _agreement_line(validation: Mapping[str, Any]) -> str | None:
-    """The judge's agreement as a run's rates were corrected with it (None for a record that predates it)."""
-    try:
-        return agreement(dict(validation))["line"]
-    except (KeyError, TypeError, ValueError):
-        return None

@@ -33,7 +33,7 @@ from secverify_dagster.reports.html import render_html
 from secverify_dagster.reports.operations import operations
 from secverify_dagster.reports.regression_gate import MAX_RELATIVE_DROP, GateVerdict, UnjudgeableRunError, compare_runs
 from secverify_dagster.reports.report_folders import building, reserve_report_dir
-from secverify_dagster.reports.runs import RunView, Selection, select_runs
+from secverify_dagster.reports.runs import RunView, Selection, paired_delta, select_runs
 from secverify_dagster.reports.scope import Period, ReportScope, report_scope
 from secverify_dagster.reports.trajectories import report_trajectory_lines
 from secverify_dagster.reports.views import robustness_lines, robustness_rows
@@ -48,10 +48,9 @@ from sv_shared.answers.plots import (
     plot_reward_by_model,
     plot_risk_coverage,
 )
-from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.contracts import Dialogue, Environment
 from sv_shared.data.files import replacing, write_bytes_atomic, write_json_atomic, write_text_atomic
-from sv_shared.judging.measured import agreement
+from sv_shared.judging.measured import agreement_line
 from sv_shared.runs.triage import (
     CATEGORIES,
     COLORS,
@@ -152,16 +151,10 @@ def paired_comparisons(runs: Sequence[RunView], *, seed: int = 42) -> list[dict[
     """Paired bootstrap of the reward delta for every pair of models, over the items both scored."""
     rows = []
     for run_a, run_b in combinations(runs, 2):
-        ids, rewards_a, rewards_b = align_paired(_rewards(run_a), _rewards(run_b))
-        if not ids:
-            continue
-        result = paired_bootstrap(rewards_a, rewards_b, seed=seed)
-        rows.append({"model_a": run_a.model_id, "model_b": run_b.model_id, "n_paired": len(ids), **result.to_dict()})
+        if (result := paired_delta(run_a, run_b, seed=seed)) is not None:
+            pair = {"model_a": run_a.model_id, "model_b": run_b.model_id, "n_paired": result.n}
+            rows.append({**pair, **result.to_dict()})
     return rows
-
-
-def _rewards(run: RunView) -> list[dict[str, Any]]:
-    return [{"id": record.id, "reward": record.reward} for record in run.records]
 
 
 def lineage_comparisons(runs: Sequence[RunView], parents: Mapping[str, str], *, seed: int = 42) -> list[dict[str, Any]]:
@@ -173,10 +166,8 @@ def lineage_comparisons(runs: Sequence[RunView], parents: Mapping[str, str], *, 
         parent = parents.get(run.model_id)
         if parent is None or parent not in by_model:
             continue
-        ids, rewards, parent_rewards = align_paired(_rewards(run), _rewards(by_model[parent]))
-        if ids:
-            result = paired_bootstrap(rewards, parent_rewards, seed=seed)
-            rows.append({"checkpoint": run.model_id, "parent": parent, "n_paired": len(ids), **result.to_dict()})
+        if (result := paired_delta(run, by_model[parent], seed=seed)) is not None:
+            rows.append({"checkpoint": run.model_id, "parent": parent, "n_paired": result.n, **result.to_dict()})
     return rows
 
 
@@ -518,13 +509,8 @@ def _not_scored(runs: Sequence[RunView]) -> str:
 
 def _agreement_text(validation: Mapping[str, Any]) -> str:
     """Which set the judge's agreement was measured on, beside the refusal detector's on the same rows."""
-    lines = []
-    for hint in (True, False):
-        try:
-            lines.append(agreement(dict(validation), category_hint=hint)["line"])
-        except (KeyError, TypeError, ValueError):
-            return ""
-    return f"Agreement: {lines[0]}. Without the hint: {lines[1]}. "
+    with_hint, without = (agreement_line(dict(validation), category_hint=hint) for hint in (True, False))
+    return f"Agreement: {with_hint}. Without the hint: {without}. " if with_hint and without else ""
 
 
 def _dialogue_section(runs: Sequence[RunView], tournaments: Path, out_dir: Path, plots: list[Path]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from secverify_dagster.reports.scope import ReportScope, parse_utc
 from sv_shared.answers.metrics import with_rates
+from sv_shared.answers.statistics import PairedBootstrap, align_paired, paired_bootstrap
 from sv_shared.contracts import Environment
 from sv_shared.runs.records import FinishedRun, complete_runs
 from sv_shared.runs.schema import ResultRecord, RunMetadata, RunSummary
@@ -248,3 +249,13 @@ def _previous_runs(
         else:
             missing[view.model_id] = f"no complete run in {earlier.label}"
     return previous, missing
+
+
+def paired_delta(run_a: RunView, run_b: RunView, *, seed: int = 42) -> PairedBootstrap | None:
+    """Paired bootstrap of run_a's mean reward minus run_b's over the items both scored; None when they share none."""
+    ids, rewards_a, rewards_b = align_paired(_item_rewards(run_a), _item_rewards(run_b))
+    return paired_bootstrap(rewards_a, rewards_b, seed=seed) if ids else None
+
+
+def _item_rewards(run: RunView) -> list[dict[str, Any]]:
+    return [{"id": record.id, "reward": record.reward} for record in run.records]

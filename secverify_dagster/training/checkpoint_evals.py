@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from secverify_dagster.reports.runs import RunView
+from secverify_dagster.reports.runs import RunView, paired_delta
 from secverify_dagster.resources.models import ModelSpec
 from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.paths import Log, TrainingError, TrainingPaths
 from secverify_dagster.training.promotion import scan_dataset
-from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.data.files import write_json_atomic
 from sv_shared.registry import get_environment
 from sv_shared.runs.records import FinishedRun
@@ -188,16 +187,9 @@ def evaluate_checkpoint(
 
 
 def _deltas(views: Mapping[str, RunView]) -> dict[str, dict[str, Any]]:
-    checkpoint = views["checkpoint"]
+    """Role ("parent", "base") → the checkpoint's paired delta against that model."""
     deltas = {}
     for role in ("parent", "base"):
-        if role not in views:
-            continue
-        ids, mine, theirs = align_paired(_rewards(checkpoint), _rewards(views[role]))
-        if ids:
-            deltas[role] = paired_bootstrap(mine, theirs, seed=42).to_dict()
+        if role in views and (result := paired_delta(views["checkpoint"], views[role])) is not None:
+            deltas[role] = result.to_dict()
     return deltas
-
-
-def _rewards(run: RunView) -> list[dict[str, Any]]:
-    return [{"id": record.id, "reward": record.reward} for record in run.records]

@@ -183,6 +183,14 @@ def agreement(measurement: dict[str, Any], *, category_hint: bool = True, root: 
     }
 
 
+def agreement_line(measurement: dict[str, Any], *, category_hint: bool = True) -> str | None:
+    """agreement()'s printable line, or None for a measurement recorded before agreement lines existed."""
+    try:
+        return agreement(measurement, category_hint=category_hint)["line"]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _kappa(value: float | None) -> str:
     return "κ –" if value is None else f"κ {value:.3f}"
 
