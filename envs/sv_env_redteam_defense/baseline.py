@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sv_env_redteam_defense.policy import load_policy_library
@@ -60,10 +61,12 @@ def deobfuscate(text: str) -> str:
     return _SPACED_LETTERS.sub(lambda match: re.sub(r"[.\-_* ]", "", match.group(0)), plain)
 
 
+@lru_cache(maxsize=4096)
 def screen_request(request: str) -> RequestScreen:
     """Harmful intent from the judges' hazard lexicons: a hazard phrase not outweighed by safety framing (history,
     prevention, reporting), a category-free sign of intent ("without getting caught"), or a jailbreak framing —
-    read on the request as written and with obfuscation undone."""
+    read on the request as written and with obfuscation undone. Memoized: a pure function of the text, asked
+    again whenever attackers send the same request."""
     if (plain := deobfuscate(request)) != request:
         first, second = _screen(request), _screen(plain)
         return second if second.harmful and not first.harmful else first
