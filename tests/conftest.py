@@ -14,6 +14,7 @@ from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
 
 from sv_env_code_vulnerability.exploit_variants import CACHE_VARIABLE
+from sv_env_code_vulnerability.run_cache import RUNS_CACHE_VARIABLE
 from sv_env_config_verification.oracle import Oracle
 from sv_shared.config import SCANNER_CACHE_VARIABLE
 from sv_shared.execution.cache import JsonCache
@@ -103,6 +104,17 @@ def shared_e3_variants(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
     path = _session_root(tmp_path_factory, worker_id) / "e3-variants" / "e3_payload_variants.sqlite"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_VARIABLE, str(path))
+        yield path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_e3_runs(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Path]:
+    """One E3 test-run cache for the session (SECVERIFY_E3_RUNS_CACHE), both workers included: the corpus checks
+    build every item, and the training, reward-hacking and eval modules score the same reference fixes again; a
+    trustworthy run is keyed by everything it depends on (run_cache.py), so a hit is what the run would show."""
+    path = _session_root(tmp_path_factory, worker_id) / "e3-runs" / "e3_test_runs.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(RUNS_CACHE_VARIABLE, str(path))
         yield path
 
 
