@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,10 @@ import pytest
 STARTUP_TIMEOUT_S = 300.0
 OPENAI_FOR_INSPECT = Path(sys.prefix) / "openai3"
 """openai 3.x installed apart (Makefile): inspect's OpenAI-compatible providers refuse the openai<3 verifiers needs."""
+ONE_TORCH_THREAD = {"OMP_NUM_THREADS": "1"}
+"""Environment for a process that runs SmolLM2 (the server, inspect's `hf` provider). A second thread decodes no
+faster on 2 cores, and while anything else runs (the other xdist worker, the CLI under test) torch's threads wait on
+each other: measured here, 48 tokens took 3 s with one thread and 8-33 s with two beside one busy process."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,20 @@ def inspect_environment(served: ServedModel, service: str = "local") -> dict[str
     }
 
 
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """This process's torch on one thread for a while (see ONE_TORCH_THREAD), as the server runs: the in-process
+    model then also sums in the server's order, so greedy replies can be compared token for token."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def export_smollm2(dest: Path) -> Path:
     from secverify_dagster.resources.models.local_model import export_hf_folder
 
@@ -72,7 +91,7 @@ def serve(folder: Path, log_dir: Path) -> Iterator[ServedModel]:
     """Start `transformers serve` on the folder, wait for /health, yield it, and stop it afterwards."""
     port = free_port()
     log_path = log_dir / "serve.log"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **ONE_TORCH_THREAD}
     command = [*transformers_cli(), "serve", str(folder), "--host", "127.0.0.1", "--port", str(port)]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)

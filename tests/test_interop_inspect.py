@@ -26,7 +26,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
 from inspect_ai.tool import ToolCall
-from served_model import ServedModel, free_port, inspect_environment
+from served_model import ONE_TORCH_THREAD, ServedModel, free_port, inspect_environment
 
 from secverify.interop.inspect.messages import chat_messages
 from secverify.interop.inspect.provider import BaselineThroughInspectError, UnknownRegistryModelError, openai_messages
@@ -380,21 +380,32 @@ def inspect_viewer(log_dir: Path) -> Iterator[str]:
         viewer.wait(timeout=30)
 
 
-def test_the_viewer_serves_a_log_on_loopback(log_dir: Path) -> None:
-    log, _ = _e1_log(log_dir)
-    with inspect_viewer(log_dir) as url:
-        with urllib.request.urlopen(f"{url}/api/log-files", timeout=5) as response:
-            listing = json.loads(response.read())
-        assert [Path(entry["name"]).name for entry in listing["files"]] == [Path(log.location).name]
-        with urllib.request.urlopen(f"{url}/", timeout=5) as response:
-            assert response.status == 200 and b"<html" in response.read().lower()
+@pytest.fixture(scope="module")
+def viewed_e1_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EvalLog, list[str], str]]:
+    """A two-sample E1 log, its sample ids, and the URL of one `inspect view` over its folder: both viewer tests
+    read the same log, so it is written and the viewer started once (seconds each)."""
+    folder = tmp_path_factory.mktemp("inspect-view")
+    log, sample_ids = _e1_log(folder)
+    with inspect_viewer(folder) as url:
+        yield log, sample_ids, url
+
+
+def test_the_viewer_serves_a_log_on_loopback(viewed_e1_log: tuple[EvalLog, list[str], str]) -> None:
+    log, _, url = viewed_e1_log
+    with urllib.request.urlopen(f"{url}/api/log-files", timeout=5) as response:
+        listing = json.loads(response.read())
+    assert [Path(entry["name"]).name for entry in listing["files"]] == [Path(log.location).name]
+    with urllib.request.urlopen(f"{url}/", timeout=5) as response:
+        assert response.status == 200 and b"<html" in response.read().lower()
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no {CHROMIUM}: install Debian's chromium (make setup does)")
-def test_the_viewer_shows_the_samples_rewards_and_components_in_a_browser(log_dir: Path, tmp_path: Path) -> None:
+def test_the_viewer_shows_the_samples_rewards_and_components_in_a_browser(
+    viewed_e1_log: tuple[EvalLog, list[str], str], tmp_path: Path
+) -> None:
     """What a user opening the log sees in headless Chromium: the task, each sample and our scorer's columns."""
-    _, sample_ids = _e1_log(log_dir)
-    with inspect_viewer(log_dir) as url, chromium_page(tmp_path / "screens") as page:
+    _, sample_ids, url = viewed_e1_log
+    with chromium_page(tmp_path / "screens") as page:
         page.navigate(f"{url}/")
         page.wait_for_text("sv-env-network-logs", timeout_s=60)
         for sample_id in sample_ids:
@@ -458,6 +469,6 @@ def test_live_rollout_through_inspects_transformers_provider(exported_smollm2: P
         "device=cpu",
         "-M",
         "do_sample=false",
-        env={"HF_HUB_OFFLINE": "1"},
+        env={"HF_HUB_OFFLINE": "1", **ONE_TORCH_THREAD},
     )
     assert_rollout_scored_as_ours(tmp_path, 2)

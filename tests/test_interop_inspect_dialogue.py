@@ -33,6 +33,10 @@ from sv_shared.registry import get_environment  # noqa: E402
 
 REGISTRY = load_registry()
 SEED = 42
+LIVE_MAX_TOKENS = 32
+"""SmolLM2's reply length in the live E6 rollout, in both paths: each token is generated twice (inspect's rollout,
+then our runner's), and 32 tokens are still whole sentences the judge reads (measured: both items end with the
+outcome and reward they had at 64)."""
 HOSTILE = [
     "",
     "   \n\t ",
@@ -246,7 +250,7 @@ def test_e6_rollout_through_inspect_eval_against_the_served_model(served_smollm2
     command = [
         *(sys.executable, "-m", "inspect_ai"),
         *("eval", "secverify/e6", "-T", "n=2", "--model", f"openai-api/local/{served_smollm2.model}"),
-        *("--max-tokens", "64", "--log-dir", str(log_dir), "--display", "none"),
+        *("--max-tokens", str(LIVE_MAX_TOKENS), "--log-dir", str(log_dir), "--display", "none"),
     ]
     # Run outside the checkout: from its root, a build's secverify.egg-info shadows the editable install's metadata,
     # and inspect then registers the tasks without their `secverify/` namespace.
@@ -262,7 +266,7 @@ def test_e6_rollout_through_inspect_eval_against_the_served_model(served_smollm2
         provider="openai_compatible",
         model=served_smollm2.model,
         base_url=served_smollm2.base_url,
-        params={"temperature": 0, "seed": SEED, "max_tokens": 64},
+        params={"temperature": 0, "seed": SEED, "max_tokens": LIVE_MAX_TOKENS},
         concurrency=2,
         timeout_s=300,
     )

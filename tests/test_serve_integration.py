@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from served_model import ServedModel
+from served_model import ServedModel, one_torch_thread
 
 from secverify_dagster.resources.models import ChatRequest, Completion, ModelSpec, open_client
 
@@ -70,7 +70,10 @@ def test_client_completes_through_transformers_serve(served: tuple[str, str]) ->
     from secverify_dagster.resources.models.local_model import load_local_model
 
     started = time.perf_counter()
-    local = load_local_model().complete_batch([ChatRequest(requests[0].messages, {"max_tokens": 16, "temperature": 0})])
+    with one_torch_thread():
+        local = load_local_model().complete_batch(
+            [ChatRequest(requests[0].messages, {"max_tokens": 16, "temperature": 0})]
+        )
     print(f"local comparison in {time.perf_counter() - started:.1f} s")
     assert results[0].usage.prompt_tokens == local[0].usage.prompt_tokens
     assert results[0].text == local[0].text
