@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -26,11 +27,24 @@ from verifiers.v1.types import content_text
 
 from secverify.interop.items import EMBEDDED, env_id_for, eval_slice
 from sv_shared.answers.rewards import RewardWeights, configured_reward, term_value
+from sv_shared.config import EnvConfig
 from sv_shared.contracts import Environment, Item, Message, ScoredSample
-from sv_shared.registry import ENV_NAMES, get_environment
+from sv_shared.registry import ENV_NAMES, build_environment, load_env_config
 
 VERDICT_KEY = "secverify"
 """trace.info key of our verifier's verdict (reward, components, error), written once per trace by scoring."""
+
+
+_BUILT_LOCK = threading.Lock()
+_BUILT: dict[tuple[str, str], Environment] = {}
+
+
+def _built(env_id: str, config_json: str, config: EnvConfig) -> Environment:
+    with _BUILT_LOCK:
+        key = (env_id, config_json)
+        if key not in _BUILT:
+            _BUILT[key] = build_environment(env_id, config)
+        return _BUILT[key]
 
 
 class ItemNotPortableError(ValueError):
@@ -125,7 +139,10 @@ class SecverifyTask(vf.Task[SecverifyTaskData, vf.State, SecverifyTaskConfig]):
 
     @classmethod
     def environment(cls) -> Environment:
-        return get_environment(cls.ENV_ID)
+        """The environment as its config file describes it now, built once per config: every score asks for it, and
+        building one opens its scanners (E2's oracle checks trivy in a subprocess each time)."""
+        config = load_env_config(cls.ENV_ID)
+        return _built(cls.ENV_ID, config.model_dump_json(), config)
 
     async def score_answer(self, trace: vf.Trace) -> ScoredSample:
         """Our verifier's verdict on this trace (overridden where an episode adds more than the final answer)."""
