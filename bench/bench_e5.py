@@ -80,6 +80,8 @@ def run(attacker: str, target: str, judge: str, n: int) -> dict:
 
 
 def bench_local_judge(n: int = 20_000) -> float:
+    """Exchanges judged per second, each exchange unique: the judge's memo of repeated exchanges (local.py,
+    ASSESSMENT_MEMO) never answers here, so the figure is the judge's own reading."""
     judge = LocalJudge()
     exchanges = [
         Exchange(
