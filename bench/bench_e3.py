@@ -5,7 +5,8 @@
 2. Verification throughput (apply + sandboxed pytest + bandit + semgrep + reward) through `score_many`, with the
    verifier's thread pool and one scanner batch per call: every completion is a reference fix with a unique comment,
    so the patched code is new to the scanner and test-run caches each time (the original and reference code are
-   cached after the first round, as in a real eval). Reported per worker count, with a cold scanner cache for the first round.
+   cached after the first round, as in a real eval). Reported per worker count, with a cold scanner cache for the
+   first round.
 
     python bench/bench_e3.py [--rounds 3] [--workers 1 2] [--out outputs/bench/e3.json]
 """
