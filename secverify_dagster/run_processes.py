@@ -4,8 +4,11 @@
 daemon watches such a run: if the process is killed (SIGKILL, a crash, the machine going down) its run would stay
 STARTED for good. So each run carries its process as a tag (pid, host and start time: a pid the system has since
 reused is not mistaken for the run's), and the next CLI start marks every run whose process is gone as FAILURE (or
-CANCELED, when it was being cancelled), saying why. A SIGTERM or Ctrl-C needs no sweep: Dagster's own interrupt
-handling records the run as FAILURE as it stops, and `was_interrupted` tells the caller not to start the next run.
+CANCELED, when it was being cancelled), saying why, and frees the concurrency-pool slots it held (the daemon frees a
+finished run's slots, but no daemon watches these runs: a killed training run kept the `local-model` pool's one slot,
+and the next run's step waited for it forever, spinning a core). A SIGTERM or Ctrl-C needs no sweep: Dagster's own
+interrupt handling records the run as FAILURE as it stops, and `was_interrupted` tells the caller not to start the next
+run.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ def was_interrupted(instance: dg.DagsterInstance, run_id: str) -> bool:
 
 def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
     """Mark each unfinished run whose recorded process has ended (on this host) as FAILURE, or CANCELED when it was
-    being cancelled; returns their run ids. Runs of other hosts, and runs without the tag, are left alone."""
+    being cancelled, and free its pool slots; returns their run ids. Runs of other hosts, and runs without the tag, are
+    left alone."""
     marked = []
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=_UNFINISHED)):
         recorded = run.tags.get(RUN_PROCESS_TAG)
@@ -57,4 +61,17 @@ def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
         else:
             instance.report_run_failed(run, message)
         marked.append(run.run_id)
+    _free_slots_of_finished_runs(instance)
     return marked
+
+
+def _free_slots_of_finished_runs(instance: dg.DagsterInstance) -> None:
+    """Free the pool slots still held by runs that have finished: the ones just marked, and any an earlier version
+    left behind (what the daemon's run monitoring does for the runs it watches)."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return
+    for run_id in storage.get_concurrency_run_ids():
+        run = instance.get_run_by_id(run_id)
+        if run is None or run.is_finished:
+            storage.free_concurrency_slots_for_run(run_id)

@@ -66,6 +66,28 @@ def test_the_sweep_fails_runs_of_ended_processes_only() -> None:
         assert fail_abandoned_runs(instance) == []  # once
 
 
+def test_the_sweep_frees_the_pool_slots_a_dead_run_held() -> None:
+    """A killed run kept the `local-model` pool's one slot: the next run's step waited for it forever."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    gone = ProcessIdentity(ended.pid, socket.gethostname(), None).as_text()
+    with dg.instance_for_test() as instance:
+        storage = instance.event_log_storage
+        storage.set_concurrency_slots("local-model", 1)
+        dead, alive = _started_run(instance, gone), _started_run(instance, process_tags()[RUN_PROCESS_TAG])
+        assert storage.claim_concurrency_slot("local-model", dead.run_id, "train").is_claimed
+        assert not storage.claim_concurrency_slot("local-model", alive.run_id, "train").is_claimed
+        assert fail_abandoned_runs(instance) == [dead.run_id]
+        assert storage.claim_concurrency_slot("local-model", alive.run_id, "train").is_claimed
+        # A finished run still holding a slot (left by a version without this sweep) is freed too; a live one is not.
+        storage.free_concurrency_slots_for_run(alive.run_id)
+        assert storage.claim_concurrency_slot("local-model", dead.run_id, "scan").is_claimed
+        assert fail_abandoned_runs(instance) == []
+        assert storage.claim_concurrency_slot("local-model", alive.run_id, "train").is_claimed
+        assert fail_abandoned_runs(instance) == []
+        assert not storage.claim_concurrency_slot("local-model", dead.run_id, "scan").is_claimed
+
+
 @contextlib.contextmanager
 def _secverify_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path, dict[str, str]]]:
     env = {
