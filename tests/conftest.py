@@ -115,9 +115,9 @@ def shared_e3_variants(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
 
 @pytest.fixture(scope="session", autouse=True)
 def shared_e3_runs(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Path]:
-    """One E3 test-run cache for the session (SECVERIFY_E3_RUNS_CACHE), both workers included: the corpus checks
-    build every item, and the training, reward-hacking and eval modules score the same reference fixes again; a
-    trustworthy run is keyed by everything it depends on (run_cache.py), so a hit is what the run would show."""
+    """One E3 test-run cache for the session (SECVERIFY_E3_RUNS_CACHE), both workers included: modules that score the
+    same patch on the same item (reference fixes, baselines) run it once; a trustworthy run is keyed by everything it
+    depends on (run_cache.py), so a hit is what the run would show."""
     path = _session_root(tmp_path_factory, worker_id) / "e3-runs" / "e3_test_runs.sqlite"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(RUNS_CACHE_VARIABLE, str(path))
