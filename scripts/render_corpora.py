@@ -12,7 +12,8 @@ E2's manifests and Terraform modules are their own source (envs/sv_env_config_ve
 labels are computed. E1 is a seeded simulation, its scenario scripts its source.
 
 Each corpus has one build script, scripts/build_*.py, holding only what has to be computed (draws, hashes, RFC 5322
-rendering, policy and oracle labels, harness validation); this entry point runs them together.
+rendering, policy and oracle labels, harness validation); this entry point runs them together. After E3's items change,
+scripts/validate_e3_payload_variants.py validates their payload variants again (its --check names stale rows).
 
     .venv/bin/python scripts/render_corpora.py                   # rewrite every corpus
     .venv/bin/python scripts/render_corpora.py --check           # exit 1 if any shipped file differs

@@ -1,18 +1,37 @@
 """E3's payload variants (payloads.py, exploit_variants.py): each family rewrites the literals of its kind and nothing
 else, a rewritten test file keeps its node ids traceable, and the draw's key is made once per installation even when
-two processes ask for it together. Whether a variant is meaningful on an item is the harness's call (test_e3_by_value).
+two processes ask for it together. Whether a variant is meaningful on an item is the harness's call (test_e3_by_value);
+the shipped items' validations ship with them, current and equal to what the harness finds.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib.util
 import multiprocessing
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 from sv_env_code_vulnerability import payloads
-from sv_env_code_vulnerability.exploit_variants import KEY_VARIABLE, payload_key
+from sv_env_code_vulnerability.env import build
+from sv_env_code_vulnerability.exploit_variants import (
+    KEY_VARIABLE,
+    ExploitTests,
+    ExploitVariants,
+    payload_key,
+    shipped_validations,
+    validation_key,
+    variant,
+)
+from sv_env_code_vulnerability.verify import CodeVulnerabilityVerifier
+from sv_shared.registry import load_env_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "validate_e3_payload_variants.py"
 
 CASES = [
     (
@@ -162,3 +181,87 @@ def test_the_draw_key_is_made_once_and_private(tmp_path: Path, monkeypatch: pyte
     assert key_file.stat().st_mode & 0o077 == 0 and [p.name for p in key_file.parent.iterdir()] == ["e3_payload_key"]
     monkeypatch.setenv(KEY_VARIABLE, "pinned")
     assert payload_key() == b"pinned"
+
+
+@pytest.fixture(scope="module")
+def validation_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("validate_e3_payload_variants", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def verifier() -> CodeVulnerabilityVerifier:
+    built = build(load_env_config("e3")).verifier
+    assert isinstance(built, CodeVulnerabilityVerifier)
+    return built
+
+
+@pytest.fixture(scope="module")
+def shipped_tests(validation_script: ModuleType, verifier: CodeVulnerabilityVerifier) -> list[ExploitTests]:
+    return validation_script.shipped_tests(verifier)
+
+
+def test_every_shipped_repair_item_ships_its_current_validation(
+    validation_script: ModuleType, shipped_tests: list[ExploitTests]
+) -> None:
+    """Scoring a shipped item never validates its variants itself; an edited item is named as stale."""
+    assert validation_script.main(["--check"]) == 0
+    assert len(shipped_tests) == len(shipped_validations())
+    in_families = [t for t in shipped_tests if payloads.family_for(t.cwe) is not None]
+    with_variant = [t for t in in_families if shipped_validations()[validation_key(t)]]
+    reference = (ROOT / "docs" / "reference" / "environments" / "e3.md").read_text(encoding="utf-8")
+    assert f"{len(with_variant)} of the {len(in_families)} shipped items" in " ".join(reference.split())
+    first = shipped_tests[0]
+    path = first.exploit_files[0]
+    edited = dataclasses.replace(first, files={**first.files, path: first.files[path] + "\n# edited\n"})
+    assert validation_script.stale_items([edited, *shipped_tests[1:]]) == [first.item_id]
+
+
+def test_shipped_validations_are_what_the_harness_finds(
+    verifier: CodeVulnerabilityVerifier, shipped_tests: list[ExploitTests], tmp_path: Path
+) -> None:
+    """Validated again live, in a fresh cache: the first shipped item of every payload family with a variant, and the
+    first whose variants the harness refused in part or whole."""
+    shipped = shipped_validations()
+    sample: dict[str, ExploitTests] = {}
+    for tests in shipped_tests:
+        family = payloads.family_for(tests.cwe)
+        candidates = [i for i in range(payloads.VARIANTS) if family and _has_variant(tests, i)]
+        if not candidates:
+            continue
+        found = list(shipped[validation_key(tests)])
+        sample.setdefault(family.name if family else "", tests)
+        if found != candidates:
+            sample.setdefault("refused", tests)
+    assert "refused" in sample and len(sample) >= 6, sorted(sample)
+    live = ExploitVariants(verifier.harness, cache_path=tmp_path / "variants.sqlite", shipped={})
+    for tests in sample.values():
+        assert live.valid(tests) == list(shipped[validation_key(tests)]), tests.item_id
+
+
+def _has_variant(tests: ExploitTests, index: int) -> bool:
+    return variant(tests, index) is not None
+
+
+class _NoRuns:
+    """A harness that must not be asked: a shipped validation is answered without running anything."""
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the harness ran")
+
+
+def test_a_shipped_row_answers_only_under_its_key(shipped_tests: list[ExploitTests], tmp_path: Path) -> None:
+    tests = next(t for t in shipped_tests if _has_variant(t, 0))
+    variants = ExploitVariants(
+        _NoRuns(),  # type: ignore[arg-type]
+        cache_path=tmp_path / "variants.sqlite",
+        shipped={validation_key(tests): (1,)},
+    )
+    assert variants.valid(tests) == [1]
+    path = tests.exploit_files[0]
+    edited = dataclasses.replace(tests, files={**tests.files, path: tests.files[path] + "\n# edited\n"})
+    with pytest.raises(AssertionError, match="the harness ran"):
+        variants.valid(edited)
