@@ -467,6 +467,32 @@ def served_site(site: Path) -> Iterator[str]:
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no {CHROMIUM}: install Debian's chromium (make setup does)")
+def test_the_layout_figures_are_what_bench_layout_measures() -> None:
+    """The architecture page's table of the package's shape (its "now" column) against bench/bench_layout.py."""
+    spec = importlib.util.spec_from_file_location("bench_layout", ROOT / "bench" / "bench_layout.py")
+    assert spec is not None and spec.loader is not None
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    package = ROOT / "secverify_dagster"
+    files = layout.package_files(package)
+    rows = {
+        cells[0]: cells[2]
+        for line in (DOCS / "concepts" / "architecture.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ") and len(cells := [cell.strip() for cell in line.strip("|").split("|")]) == 3
+    }
+    top = [path for path in files.values() if path.parent == package]
+    assert rows["modules at the top of `secverify_dagster/`"].startswith(f"{len(top)} (")
+    for folder in ("runner", "cli", "reports", "audit", "training", "research", "publishing"):
+        count = sum(1 for name in files if name.startswith(f"secverify_dagster.{folder}."))
+        count += f"secverify_dagster.{folder}" in files
+        assert f"`{folder}/` {count}" in rows["library packages (modules, `__init__` counted)"], folder
+    largest = max(files.values(), key=lambda path: len(path.read_text(encoding="utf-8").splitlines()))
+    lines = len(largest.read_text(encoding="utf-8").splitlines())
+    assert rows["largest module"] == f"`{largest.relative_to(package)}`, {lines} lines"
+    chain = layout.longest_chain(layout.import_graph(package))
+    assert rows["longest module-level import chain"].startswith(f"{len(chain)} modules")
+
+
 def test_a_browser_renders_the_navigation_and_the_cli_reference(served_site: str, tmp_path: Path) -> None:
     with chromium_page(tmp_path / "browser") as page:
         page.navigate(f"{served_site}/")

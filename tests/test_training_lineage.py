@@ -29,9 +29,10 @@ from secverify_dagster.training.checkpoint_evals import evaluate_checkpoint
 from secverify_dagster.training.checkpoints import train_joint, train_rlft, train_sft
 from secverify_dagster.training.parents import trainable_model_folder
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
-from secverify_dagster.training.promotion import approve_checkpoint, checkpoint_rows, safety_scan
+from secverify_dagster.training.promotion import approve_checkpoint, safety_scan
 from secverify_dagster.training.settings import SafetyScanSettings
 from secverify_dagster.training.sft_datasets import build_env_sft_dataset
+from secverify_dagster.training.statuses import checkpoint_rows
 from sv_shared.config import project_root
 from sv_shared.data.datasets import read_dataset, write_dataset
 from sv_shared.registry import get_environment

@@ -312,7 +312,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     from secverify_dagster.training.paths import TrainingPaths
-    from secverify_dagster.training.promotion import checkpoint_rows
+    from secverify_dagster.training.statuses import checkpoint_rows
 
     rows = checkpoint_rows(TrainingPaths.default())
     if not rows:

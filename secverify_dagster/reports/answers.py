@@ -8,7 +8,7 @@ from pathlib import Path
 
 from secverify_dagster.reports.runs import RunView
 from secverify_dagster.training.paths import TrainingPaths
-from secverify_dagster.training.promotion import checkpoint_rows
+from secverify_dagster.training.statuses import checkpoint_rows
 from sv_shared.answers.collapse import COLLAPSE_EXCESS, COLLAPSE_SHARE, shares_text
 
 

@@ -1,6 +1,6 @@
 """Before a checkpoint is promoted: the safety scan (its replies judged on held-out conversations, next to its
 parent's on the same items, and its answers on every environment it was trained on checked for collapse onto one
-label), a reviewer's approval, and every checkpoint's promotion status."""
+label), and a reviewer's approval (every checkpoint's status: statuses.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from sv_shared.data.datasets import read_dataset
 from sv_shared.data.hashing import sha256_hex
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder
-from sv_shared.training.checkpoints import CheckpointManifest, checkpoint_dir, list_checkpoints
+from sv_shared.training.checkpoints import CheckpointManifest, checkpoint_dir
 from sv_shared.training.promotion import PromotionStatus, promotion_status, record_approval, record_safety_scan
 
 
@@ -180,21 +180,3 @@ def approve_checkpoint(
     folder = checkpoint_dir(paths.checkpoints, checkpoint)
     record_approval(folder, approver=approver, note=note, decision=decision)
     return promotion_status(folder)
-
-
-def checkpoint_rows(paths: TrainingPaths) -> list[dict[str, Any]]:
-    """Every finished checkpoint with its lineage and promotion status (for `secverify checkpoints` and reports)."""
-    rows = []
-    for manifest in list_checkpoints(paths.checkpoints):
-        status = promotion_status(checkpoint_dir(paths.checkpoints, manifest))
-        rows.append(
-            {
-                "model_id": manifest.model_id,
-                "stage": manifest.stage,
-                "parent_model": manifest.parent_model,
-                "promoted": status.promoted,
-                "state": status.state,
-                "promotion": "yes" if status.promoted else f"no: {status.reason}",
-            }
-        )
-    return rows
