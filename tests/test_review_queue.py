@@ -406,10 +406,12 @@ def test_sft_dataset_asset_shows_dropped_batches_and_overrides(batch: SyntheticB
     assert overridden["synthetic_batches"] == ["b0", "b1"] and overridden["dropped_batches"] == []
     assert overridden["review_overrides"] == [{**override, "review_reason": "5 of 5 sampled examples not reviewed"}]
     assert overridden["examples"] > plain["examples"]
-    assert overridden["kept"]["synthetic"] == 20 and overridden["dropped"]["synthetic"] == {"held_out_overlap": 4}
+    # Of the 24 synthetic examples, 4 copy held-out (test) items and 3 are left out to keep the labels balanced.
+    dropped = {"held_out_overlap": 4, "label_balance": 3}
+    assert overridden["kept"]["synthetic"] == 17 and overridden["dropped"]["synthetic"] == dropped
     written = read_sft_dataset(outputs / "datasets" / "e1" / "sft")
     assert written.provenance["synthetic_batches"]["overrides"][0]["by"] == "lead"
-    assert written.provenance["counts"]["synthetic"] == {"kept": 20, "dropped": {"held_out_overlap": 4}}
+    assert written.provenance["counts"]["synthetic"] == {"kept": 17, "dropped": dropped}
     assert {example.source for example in written.examples} == {"reference", "synthetic:b1"}
 
 

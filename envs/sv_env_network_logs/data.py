@@ -579,14 +579,18 @@ def load_embedded() -> pl.DataFrame:
     return _finish(_read_files(path, None), _map_iot23, corpus="sv-embedded", report=LoadReport(str(path)), strict=True)
 
 
+STRATUM_COLUMN = "__stratum"
+
+
 def curate(
     frames: list[pl.DataFrame],
     *,
     seed: int = 42,
     fractions: Mapping[str, float] | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """Concatenate corpora, deduplicate and split them per label, holding out whole templates (one source host's
-    flows of one scenario; templates.template_split), so no template an eval tests leaks from train.
+    """Concatenate corpora, deduplicate and split them per label and scenario, holding out whole templates (one
+    source host's flows of one scenario; templates.template_split), so no template an eval tests leaks from train and
+    each split holds every scenario that has enough templates.
 
     Duplicates across corpora keep the row that sorts first on all columns, so the result is the same for any
     order of frames and rows. Splits come back in the order of `fractions`, each sorted by flow_id.
@@ -596,5 +600,7 @@ def curate(
         raise ValueError("curate needs at least one frame")
     combined = pl.concat([validate_flows(frame) for frame in frames])
     combined = dedupe(combined.sort(FLOW_COLUMNS, nulls_last=True))
-    parts = template_split(combined, fractions=checked, seed=seed)
-    return {name: validate_flows(part, check_hashes=False) for name, part in parts.items()}
+    # Strata are label and scenario, so every split holds each kind of attack the corpus has several hosts of.
+    stratum = pl.concat_str([pl.col("label"), pl.col("scenario")], separator="/").alias(STRATUM_COLUMN)
+    parts = template_split(combined.with_columns(stratum), fractions=checked, seed=seed, by=STRATUM_COLUMN)
+    return {name: validate_flows(part.drop(STRATUM_COLUMN), check_hashes=False) for name, part in parts.items()}

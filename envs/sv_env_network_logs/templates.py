@@ -36,10 +36,11 @@ def template_split(
     by: str = "label",
     id_column: str = "flow_id",
 ) -> dict[str, pl.DataFrame]:
-    """Split whole templates into named parts, per value of `by` (the label): each stratum's templates, in an order
-    seeded by `seed` and the stratum, each go to the split furthest below its share of the stratum's rows (ties to
-    the split listed first). Depends only on the rows' content; parts come back in the order of `fractions`, each
-    sorted by `id_column`. A split can miss its share by up to one template's size."""
+    """Split whole templates into named parts, per value of `by` (the stratum): each stratum's templates, in an
+    order seeded by `seed` and the stratum, each go to the split furthest below its share of the stratum's rows (ties
+    to the split listed first); a stratum with at least one template per split first gives each split one, so every
+    split holds every such stratum. Depends only on the rows' content; parts come back in the order of `fractions`,
+    each sorted by `id_column`. A split can miss its share by up to one template's size."""
     checked = validate_fractions(fractions)
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
@@ -52,10 +53,13 @@ def template_split(
         order = np.random.default_rng([seed, digest]).permutation(templates.height)
         targets = allocate_counts(int(templates["len"].sum()), checked)
         filled = dict.fromkeys(names, 0)
+        empty = set(names) if templates.height >= len(names) else set()
         for index in order.tolist():
             template, size = templates[TEMPLATE_COLUMN][index], templates["len"][index]
-            chosen = max(names, key=lambda name: (targets[name] - filled[name], -names.index(name)))
+            candidates = [name for name in names if name in empty] or names
+            chosen = max(candidates, key=lambda name: (targets[name] - filled[name], -names.index(name)))
             filled[chosen] += size
+            empty.discard(chosen)
             assignment[template] = chosen
     split = keyed.with_columns(pl.col(TEMPLATE_COLUMN).replace_strict(assignment).alias("__split"))
     return {name: split.filter(pl.col("__split") == name).drop(TEMPLATE_COLUMN, "__split") for name in names}
