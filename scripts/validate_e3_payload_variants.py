@@ -29,6 +29,7 @@ from sv_env_code_vulnerability.exploit_variants import (
     SHIPPED_PATH,
     ExploitTests,
     ExploitVariants,
+    shipped_rows,
     validation_key,
 )
 from sv_env_code_vulnerability.verify import CodeVulnerabilityVerifier
@@ -46,8 +47,7 @@ def shipped_tests(verifier: CodeVulnerabilityVerifier) -> list[ExploitTests]:
 
 def stale_items(tests: Sequence[ExploitTests]) -> list[str]:
     """Items without a row under their current key, and rows that name no shipped item's key."""
-    text = SHIPPED_PATH.read_text(encoding="utf-8") if SHIPPED_PATH.exists() else ""
-    shipped = {row["key"]: row["item_id"] for row in map(json.loads, text.splitlines())}
+    shipped = {row["key"]: row["item_id"] for row in shipped_rows()}
     current = {validation_key(t): t.item_id for t in tests}
     missing = [item_id for key, item_id in current.items() if key not in shipped]
     extra = [item_id for key, item_id in shipped.items() if key not in current]

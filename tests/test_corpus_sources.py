@@ -3,11 +3,11 @@ to scripts/corpus_sources/ (or to a shipped file) that is not rendered fails her
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from file_modules import load_file_module
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ("e1", "e2", "e3", "e3-synthetic", "e4", "e5", "e6", "judge", "judge-templated")
@@ -19,11 +19,7 @@ CORPUS_CASES = [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_CORPO
 
 @pytest.fixture(scope="module")
 def render_corpora() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("render_corpora", ROOT / "scripts" / "render_corpora.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(ROOT / "scripts" / "render_corpora.py")
 
 
 def _skip_without_tools(corpus: str) -> None:

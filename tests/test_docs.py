@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 from browser import CHROMIUM, chromium_page
+from file_modules import load_file_module
 
 from sv_shared.registry import ENV_IDS, get_environment, load_env_config
 
@@ -44,11 +45,7 @@ HOOK = DOCS / "hooks" / "reference.py"
 @functools.cache
 def hook() -> ModuleType:
     """docs/hooks/reference.py, the MkDocs hook that renders the reference's generated parts."""
-    spec = importlib.util.spec_from_file_location("secverify_docs_reference_hook", HOOK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(HOOK, "secverify_docs_reference_hook")
 
 
 def reference(module: str) -> ModuleType:
@@ -469,10 +466,7 @@ def served_site(site: Path) -> Iterator[str]:
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no {CHROMIUM}: install Debian's chromium (make setup does)")
 def test_the_layout_figures_are_what_bench_layout_measures() -> None:
     """The architecture page's table of the package's shape (its "now" column) against bench/bench_layout.py."""
-    spec = importlib.util.spec_from_file_location("bench_layout", ROOT / "bench" / "bench_layout.py")
-    assert spec is not None and spec.loader is not None
-    layout = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(layout)
+    layout = load_file_module(ROOT / "bench" / "bench_layout.py")
     package = ROOT / "secverify_dagster"
     files = layout.package_files(package)
     rows = {

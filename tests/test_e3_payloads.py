@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import importlib.util
 import multiprocessing
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from file_modules import load_file_module
 
 from sv_env_code_vulnerability import payloads
 from sv_env_code_vulnerability.env import build
@@ -185,11 +185,7 @@ def test_the_draw_key_is_made_once_and_private(tmp_path: Path, monkeypatch: pyte
 
 @pytest.fixture(scope="module")
 def validation_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("validate_e3_payload_variants", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(SCRIPT)
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ and evaluation path runs here with `--server transformers` (see docs/how-to/trai
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from file_modules import load_file_module
 
 from sv_shared.config import project_root
 from sv_shared.config.experiments import experiment_recipe, load_experiment
@@ -20,11 +20,7 @@ REPO = project_root()
 
 @pytest.fixture(scope="module")
 def gpu_check() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "scripts" / "gpu_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(REPO / "scripts" / "gpu_check.py")
 
 
 def test_the_experiment_runs_20_grpo_steps_with_vllm_from_the_base_model(gpu_check: ModuleType) -> None:
