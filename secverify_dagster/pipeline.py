@@ -154,8 +154,8 @@ SCAN_FAILED = 3
 def run_training(kind: str, recipe_name: str, experiment: Path | None = None) -> int:
     """Train one recipe through the asset graph (so the checkpoint and its lineage show in the UI): each of its
     environments' data lineage where its curated splits are missing, their SFT datasets (SFT recipes), the
-    checkpoint, and its blocking safety scan. `experiment`: a record naming this recipe, whose overrides, data slices
-    and reward change the checkpoint is trained with (and whose ref its manifest carries)."""
+    checkpoint, its learning curve and its blocking safety scan. `experiment`: a record naming this recipe, whose
+    overrides, data slices and reward change the checkpoint is trained with (and whose ref its manifest carries)."""
     try:
         return _run_training(kind, recipe_name, experiment)
     except Interrupted:
@@ -163,7 +163,7 @@ def run_training(kind: str, recipe_name: str, experiment: Path | None = None) ->
 
 
 def _run_training(kind: str, recipe_name: str, experiment: Path | None = None) -> int:
-    from secverify_dagster.assets.keys import checkpoint_key, curated_key, sft_dataset_key
+    from secverify_dagster.assets.keys import checkpoint_key, curated_key, learning_curve_key, sft_dataset_key
     from secverify_dagster.training.settings import load_promotion_config
     from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe
 
@@ -182,7 +182,7 @@ def _run_training(kind: str, recipe_name: str, experiment: Path | None = None) -
         _done(started, data)
         if not data.success:
             return 1
-    selection = [checkpoint_key(kind, recipe.name)]
+    selection = [checkpoint_key(kind, recipe.name), learning_curve_key(kind, recipe.name)]
     if kind == "sft":
         selection = [*(sft_dataset_key(env_id) for env_id in recipe.envs), *selection]
     started = _step(2, 2, " → ".join(key.to_user_string() for key in selection) + " (+ safety scan)")
@@ -191,7 +191,7 @@ def _run_training(kind: str, recipe_name: str, experiment: Path | None = None) -
     detail, trained = "", False
     for event in result.get_asset_materialization_events():
         meta = event.materialization.metadata
-        if "model_id" in meta:
+        if "model_id" in meta and "run_dir" in meta:  # the checkpoint's (its learning curve names the model too)
             trained = True
             detail = f"checkpoint {meta['model_id'].value} · {meta['run_dir'].value}"
     _done(started, result, detail)

@@ -385,3 +385,76 @@ def test_sft_stops_on_dev_reward_and_keeps_the_best_weights(tiny_model: Path, tm
     last = load_file(tmp_path / "run" / "checkpoint-4" / "model.safetensors")
     assert all((final[name] == best[name]).all() for name in best)
     assert any(not (final[name] == last[name]).all() for name in last)
+
+
+def test_grpo_resamples_then_leaves_out_groups_without_reward_spread_and_counts_them(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """A reward that never differs within a group: every generation batch is sampled again `resample` times, then
+    its groups are left out of the loss (no tokens count, no gradient) and each is counted; a reward with spread in
+    every group is trained on at once."""
+    env = get_environment("e1")
+    rows = grpo_prompt_rows(env, env.data.load_source("embedded").to_dicts()[:4])
+    recipe = RlftRecipe.model_validate(RLFT | {"resample_without_spread": 2})
+
+    def constant(prompts: list[Any], completions: list[Any], **_: Any) -> list[float]:
+        return [0.5] * len(completions)
+
+    flat = run_grpo(
+        recipe, base_model_dir=tiny_model, rows=rows, reward_funcs=[constant], reward_weights=[1.0], output_dir=tmp_path
+    )
+    # 2 steps × 1 group (2 prompts' worth of answers = 1 prompt × 2 generations per step)
+    assert flat.spread == {
+        "groups": 2,
+        "without_spread_first_sample": 2,
+        "recovered_by_resampling": 0,
+        "left_out": 2,
+        "resamples": 4,
+    }
+    logged = [entry for entry in flat.history if "groups/without_spread" in entry]
+    assert [entry["groups/without_spread"] for entry in logged] == [1.0, 1.0]
+    assert [entry["groups/resamples"] for entry in logged] == [2.0, 2.0]
+    assert all(entry["grad_norm"] == 0 for entry in flat.history if "grad_norm" in entry)
+
+    calls = iter(range(10_000))
+
+    def always_spread(prompts: list[Any], completions: list[Any], **_: Any) -> list[float]:
+        return [float(next(calls) % 2) for _ in completions]
+
+    graded = run_grpo(
+        recipe,
+        base_model_dir=tiny_model,
+        rows=rows,
+        reward_funcs=[always_spread],
+        reward_weights=[1.0],
+        output_dir=tmp_path / "graded",
+    )
+    assert graded.spread is not None
+    assert (graded.spread["left_out"], graded.spread["resamples"]) == (0, 0)
+    assert any(entry["grad_norm"] > 0 for entry in graded.history if "grad_norm" in entry)
+
+
+def test_groups_with_spread_reads_whole_groups() -> None:
+    import torch
+
+    from sv_shared.training.grpo_spread import groups_with_spread
+
+    advantages = torch.tensor([0.0, 0.0, 0.7, -0.7, 0.0, 1e-9])
+    assert groups_with_spread(advantages, 2).tolist() == [False, True, False]
+    with pytest.raises(ValueError, match="groups of 4"):
+        groups_with_spread(advantages, 4)
+
+
+def test_grpo_stops_on_dev_reward_and_keeps_the_best_weights(tiny_model: Path, tmp_path: Path) -> None:
+    """GRPO early stopping is SFT's: dev reward at each save, patience, the best weights as the final model."""
+    env = get_environment("e1")
+    rows = grpo_prompt_rows(env, env.data.load_source("embedded").to_dicts()[:4])
+    functions, weights = grpo_reward_functions({"e1": env})
+    recipe = RlftRecipe.model_validate(RLFT | {"max_steps": 6, "early_stopping": {"dev_items": 2, "patience": 1}})
+    kwargs = {"base_model_dir": tiny_model, "rows": rows, "reward_funcs": functions, "reward_weights": weights}
+    with pytest.raises(ValueError, match="no dev items"):
+        run_grpo(recipe, output_dir=tmp_path / "none", **kwargs)
+    result = run_grpo(recipe, output_dir=tmp_path / "run", dev_probes=[_dev_probe([0.4, 0.6, 0.1, 0.9])], **kwargs)
+    measured = [(entry["step"], entry["dev_reward"]) for entry in result.history if "dev_reward" in entry]
+    assert measured == [(1, 0.4), (2, 0.6), (3, 0.1)]
+    assert (result.steps, result.best_step) == (3, 2)

@@ -42,6 +42,11 @@ def checkpoint_evals_key(kind: str, recipe_name: str) -> dg.AssetKey:
     return dg.AssetKey(["training", kind, recipe_name, "evals"])
 
 
+def learning_curve_key(kind: str, recipe_name: str) -> dg.AssetKey:
+    """A recipe's latest checkpoint's learning curve (dev reward, balanced accuracy, spread, entropy against step)."""
+    return dg.AssetKey(["training", kind, recipe_name, "learning_curve"])
+
+
 def base_model_key(model_id: str) -> dg.AssetKey:
     """A registry model a recipe starts from: an external asset, the root of the checkpoint lineage."""
     return dg.AssetKey(["models", model_id])

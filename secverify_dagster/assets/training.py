@@ -19,6 +19,7 @@ from secverify_dagster.assets.keys import (
     checkpoint_evals_key,
     checkpoint_key,
     curated_key,
+    learning_curve_key,
     sft_dataset_key,
     synthetic_batch_key,
     synthetic_key,
@@ -26,12 +27,14 @@ from secverify_dagster.assets.keys import (
 from secverify_dagster.concurrency import training_pool
 from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION, MODELS_PARTITION, awaiting_approval_partitions
 from secverify_dagster.publishing.wandb_artifacts import WandbArtifactError, log_checkpoint_artifact
+from secverify_dagster.reports.html import inline_images
 from secverify_dagster.research.experiments import training_inputs
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
 from secverify_dagster.training.checkpoint_evals import evaluate_checkpoint
 from secverify_dagster.training.checkpoints import train_rlft, train_sft
 from secverify_dagster.training.inputs import ExperimentInputs
+from secverify_dagster.training.learning_curve import write_learning_curve
 from secverify_dagster.training.parents import checkpoint_by_id, latest_checkpoint
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
 from secverify_dagster.training.promotion import approve_checkpoint, safety_scan
@@ -347,6 +350,41 @@ def build_checkpoint_evals_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDef
     return checkpoint_evals
 
 
+def build_learning_curve_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
+    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+
+    @dg.asset(
+        key=learning_curve_key(kind, recipe.name),
+        group_name="training",
+        deps=[checkpoint_key(kind, recipe.name)],
+        kinds={"python"},
+        description=f"The learning curve of configs/{kind}/{recipe.name}.yaml's latest checkpoint: dev reward and dev "
+        "balanced accuracy (early stopping's measurements), training loss or sampled reward, the share of GRPO groups "
+        "without reward spread and the token entropy, against step; drawn and tabulated beside the checkpoint "
+        "(learning_curve.png, learning_curve.json). Cheap: it reads the history the checkpoint's manifest records. "
+        "W&B shows the same figures on the run's own charts.",
+    )
+    def learning_curve(context: dg.AssetExecutionContext, artifacts: ArtifactStoreResource) -> dg.MaterializeResult:
+        paths = TrainingPaths(artifacts.base())
+        try:
+            manifest, source = materialized_checkpoint(context.instance, kind, recipe.name, paths)
+        except TrainingError as error:
+            raise dg.Failure(str(error)) from error
+        curve = write_learning_curve(manifest, paths.checkpoints)
+        context.log.info(f"learning curve of {manifest.model_id} ({source}): {curve.summary}")
+        return dg.MaterializeResult(
+            metadata={
+                "model_id": manifest.model_id,
+                "checkpoint_source": source,
+                "summary": dg.MetadataValue.json(curve.summary),
+                "curve": dg.MetadataValue.md(inline_images(curve.markdown(), curve.plot.parent)),
+                "path": dg.MetadataValue.path(str(curve.path)),
+            }
+        )
+
+    return learning_curve
+
+
 def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefinition:
     kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
 
@@ -430,10 +468,11 @@ def training_definitions(
     envs: Sequence[Environment], recipes: Sequence[SftRecipe | RlftRecipe]
 ) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
     """Every training asset and check: the base models recipes start from, an SFT dataset per environment, and per
-    recipe its checkpoint, the checkpoint's evals and its safety scan."""
+    recipe its checkpoint, the checkpoint's evals, its learning curve and its safety scan."""
     settings = load_sft_dataset_settings()
     assets = base_model_assets(recipes)
     assets += [build_sft_dataset_asset(env, settings.for_env(env.env_id), settings.review) for env in envs]
     assets += [build_checkpoint_asset(recipe) for recipe in recipes]
     assets += [build_checkpoint_evals_asset(recipe) for recipe in recipes]
+    assets += [build_learning_curve_asset(recipe) for recipe in recipes]
     return assets, [build_safety_check(recipe) for recipe in recipes]

@@ -184,6 +184,9 @@ def _grpo_checkpoint(
             funcs, weights = [episode_reward], [1.0]
         else:
             funcs, weights = grpo_reward_functions(envs)
+        if multi_turn and recipe.early_stopping is not None:
+            raise TrainingError(f"{recipe.name}: early stopping scores single answers; episodes are not measured so")
+        probes = dev_probes(recipe, {env_id: get_environment(env_id) for env_id in envs}, paths)
         run = stack.enter_context(
             open_training_run(paths.checkpoints, parent.model_id, recipe.stage, key, base_model=parent.base_model)
         )
@@ -200,6 +203,7 @@ def _grpo_checkpoint(
             rollout_func=rollout_func,
             gpu=gpu,
             run_name=run.model_id,
+            dev_probes=probes,
         )
         manifest = _manifest(
             recipe,

@@ -18,7 +18,7 @@ from sv_shared.data.datasets import read_dataset
 from sv_shared.data.hashing import frame_hash
 from sv_shared.data.review_batches import ITEMS_FILE, batches_root, find_batch
 from sv_shared.runs.schema import ExperimentRef
-from sv_shared.training.recipes import RlftRecipe, SftRecipe
+from sv_shared.training.recipes import Recipe, RlftRecipe, SftRecipe
 from sv_shared.training.rewards import grpo_prompt_rows
 from sv_shared.training.sft_data import SYNTHETIC_PREFIX, SftExample, read_sft_dataset
 from sv_shared.training.synthetic_gate import gate_batches
@@ -128,9 +128,10 @@ def sliced_items(env: Environment, paths: TrainingPaths, slices: DataSlices) -> 
     return pool, hashes
 
 
-def dev_probes(recipe: SftRecipe, envs: Mapping[str, Environment], paths: TrainingPaths) -> list[DevProbe]:
+def dev_probes(recipe: Recipe, envs: Mapping[str, Environment], paths: TrainingPaths) -> list[DevProbe]:
     """Each environment's seeded dev sample for early stopping (recipe.early_stopping.dev_items of its curated dev
-    split), posed as the environment poses an eval item, with its verifier and token budget."""
+    split), posed as the environment poses an eval item, with its verifier and token budget. The environments should
+    be the unshaped ones: a run stops on the reward the project reports, whatever reward it trains on."""
     if recipe.early_stopping is None:
         return []
     from sv_shared.training.early_stopping import DevProbe
@@ -139,7 +140,7 @@ def dev_probes(recipe: SftRecipe, envs: Mapping[str, Environment], paths: Traini
     for env_id in recipe.envs:
         env = envs[env_id]
         if not isinstance(env.verifier, CompletionVerifier):
-            raise TrainingError(f"SFT recipe {recipe.name}: early stopping scores single answers; {env_id} has none")
+            raise TrainingError(f"recipe {recipe.name}: early stopping scores single answers; {env_id} has none")
         rows = select_items(env, curated(paths, env_id, "dev"), recipe.early_stopping.dev_items, recipe.seed)
         probes.append(
             DevProbe(

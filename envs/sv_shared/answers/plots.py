@@ -1,6 +1,6 @@
 """Report plots as PNG files, byte-identical from run to run: reliability diagrams, risk–coverage curves, tournament
-success curves, reward by model, changes since the previous period, error-triage counts, and rates intent-to-treat
-beside the same rates over the answered items.
+success curves, training runs' learning curves, reward by model, changes since the previous period, error-triage
+counts, and rates intent-to-treat beside the same rates over the answered items.
 
 Figures are built with the object-oriented API on an Agg canvas, so no global backend is switched and nothing
 here touches pyplot's state (safe inside Dagster workers and test runs that use other backends).
@@ -133,6 +133,30 @@ def plot_success_curves(curves: Mapping[str, Sequence[tuple[int, float]]], path:
     if any(curves.values()):
         axes.legend(fontsize="small", loc="best")
         axes.xaxis.get_major_locator().set_params(integer=True)
+    return _save(figure, path)
+
+
+def plot_curve_panels(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]], path: Path, *, title: str, x_label: str
+) -> Path:
+    """Stacked panels sharing the x axis, each with its named series of (x, y) points (a training run's learning
+    curve: sv_shared.training.learning_curves)."""
+    figure = Figure(figsize=(7.0, 2.6 * max(1, len(panels)) + 0.6))
+    axes_list = figure.subplots(max(1, len(panels)), 1, sharex=True, squeeze=False)[:, 0]
+    for axes, (panel, series) in zip(axes_list, panels.items(), strict=False):
+        drawn = False
+        for label, points in sorted(series.items()):
+            if points:
+                xs, ys = zip(*sorted(points), strict=True)
+                axes.plot(xs, ys, marker="o", markersize=3, label=label)
+                drawn = True
+        if drawn:
+            axes.legend(fontsize="small", loc="best")
+        else:
+            _no_data(axes)
+        axes.set_title(panel, fontsize="medium")
+    axes_list[-1].set_xlabel(x_label)
+    figure.suptitle(title)
     return _save(figure, path)
 
 

@@ -15,6 +15,7 @@ the verifier's reward on held-out items is what the project promises, and it fal
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,14 @@ def greedy_answers(model: Any, tokenizer: Any, batch_size: int = 8) -> Callable[
     return answer
 
 
+def _log_to_wandb(figures: dict[str, float], step: int) -> None:
+    """The dev figures on the W&B run the trainer reports to (if any), on its step axis, beside the training curves:
+    the trainer's own log call never sees them (they are measured in a callback, after its logging)."""
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and getattr(wandb, "run", None) is not None:
+        wandb.log({**{f"train/{name}": value for name, value in figures.items()}, "train/global_step": step})
+
+
 class DevRewardStopping(TrainerCallback):
     """Measures the dev reward at every save, keeps the best weights, stops after `patience` saves without gain."""
 
@@ -124,6 +133,7 @@ class DevRewardStopping(TrainerCallback):
         rewards = [figures[f"dev_reward/{probe.env_id}"] for probe in self.probes]
         reward = sum(rewards) / len(rewards)
         state.log_history.append({"step": state.global_step, "dev_reward": reward, **figures})
+        _log_to_wandb({"dev_reward": reward, **figures}, int(state.global_step))
         if self.best is None or reward > self.best + self.min_delta:
             self.best, self.best_step, self.without_gain = reward, int(state.global_step), 0
             model.save_pretrained(self.best_dir)

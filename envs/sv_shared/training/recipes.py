@@ -112,6 +112,17 @@ class JointSettings(ConfigModel):
         return [order[index % 2] for index in range(self.rounds)]
 
 
+class EarlyStopping(ConfigModel):
+    """Early stopping on dev reward (sv_shared.training.early_stopping): measured at every save."""
+
+    dev_items: PositiveInt = 16
+    """Dev items per environment the model answers at each checkpoint (a seeded sample of the curated dev split)."""
+    patience: PositiveInt = 2
+    """Checkpoints in a row without a gain that stop the run."""
+    min_delta: NonNegative = 0.0
+    """A gain must exceed this to count."""
+
+
 class _TrainingRecipe(ConfigModel):
     """What SFT and RLFT recipes share."""
 
@@ -136,6 +147,8 @@ class _TrainingRecipe(ConfigModel):
     profile: Literal["cpu", "gpu"] = "cpu"
     gpu: GpuSettings | None = None
     """GPU settings of a "gpu" profile (left out: the defaults); a "cpu" profile must not carry them."""
+    early_stopping: EarlyStopping | None = None
+    """Stop on dev reward and keep the best checkpoint's weights (None: train max_steps and keep the last)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> _TrainingRecipe:
@@ -156,17 +169,6 @@ class _TrainingRecipe(ConfigModel):
         return self.gpu or GpuSettings()
 
 
-class EarlyStopping(ConfigModel):
-    """Early stopping on dev reward (sv_shared.training.early_stopping): measured at every save."""
-
-    dev_items: PositiveInt = 16
-    """Dev items per environment the model answers at each checkpoint (a seeded sample of the curated dev split)."""
-    patience: PositiveInt = 2
-    """Checkpoints in a row without a gain that stop the run."""
-    min_delta: NonNegative = 0.0
-    """A gain must exceed this to count."""
-
-
 class SftRecipe(_TrainingRecipe):
     """Supervised fine-tuning on verified examples (reference answers and teacher answers the verifier accepts)."""
 
@@ -183,8 +185,6 @@ class SftRecipe(_TrainingRecipe):
     """Registry id of a teacher model whose verified answers join the reference examples (None: references only)."""
     items_per_env: PositiveInt | None = None
     """Train items taken per environment (None: all)."""
-    early_stopping: EarlyStopping | None = None
-    """Stop on dev reward and keep the best checkpoint's weights (None: train max_steps and keep the last)."""
     wandb_project: str = Field(default="security-verifiers-sft", min_length=1)
 
 
@@ -210,6 +210,10 @@ class RlftRecipe(_TrainingRecipe):
     """KL coefficient against the reference (initial) model; 0 skips loading the reference model."""
     items_per_env: PositiveInt
     """Train items taken per environment."""
+    resample_without_spread: int = Field(default=0, ge=0, le=4)
+    """Times a generation batch is sampled again while some of its groups earned equal rewards (such a group has no
+    advantage, so it teaches nothing); the attempt with the most groups with spread is trained on, and the groups still
+    without spread are left out of the loss (sv_shared.training.grpo_spread counts both)."""
     tools: bool = False
     """Play E2/E4 items as tool-using episodes (ToolUse.rollout through the episode rollout function)."""
     joint: JointSettings | None = None

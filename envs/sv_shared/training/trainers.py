@@ -19,7 +19,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,8 @@ class TrainingResult:
     resumed_from: Path | None = None
     best_step: int | None = None
     """The step whose weights the final model holds when the run stopped on dev reward (None: the last step)."""
+    spread: dict[str, int] | None = None
+    """GRPO: groups with and without reward spread (sv_shared.training.grpo_spread.SpreadCounts); None for SFT."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -354,6 +356,22 @@ def sft_rows(examples: Iterable[Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _dev_stopping(
+    recipe: Recipe, probes: Sequence[DevProbe], tokenizer: Any, output_dir: Path
+) -> DevRewardStopping | None:
+    if recipe.early_stopping is None:
+        return None
+    from sv_shared.training.early_stopping import DevRewardStopping
+
+    return DevRewardStopping(
+        probes,
+        tokenizer=tokenizer,
+        output_dir=output_dir,
+        patience=recipe.early_stopping.patience,
+        min_delta=recipe.early_stopping.min_delta,
+    )
+
+
 def run_sft(
     recipe: SftRecipe,
     *,
@@ -387,17 +405,7 @@ def run_sft(
         dataset = Dataset.from_list(sft_rows(examples))
         tokenizer = _load_tokenizer(base_model_dir)
         set_seed(recipe.seed)
-        stopping = None
-        if recipe.early_stopping is not None:
-            from sv_shared.training.early_stopping import DevRewardStopping
-
-            stopping = DevRewardStopping(
-                dev_probes,
-                tokenizer=tokenizer,
-                output_dir=output_dir,
-                patience=recipe.early_stopping.patience,
-                min_delta=recipe.early_stopping.min_delta,
-            )
+        stopping = _dev_stopping(recipe, dev_probes, tokenizer, output_dir)
         trainer = SFTTrainer(
             model=_load_model(base_model_dir),
             args=config,
@@ -426,14 +434,20 @@ def run_grpo(
     rollout_func: Callable[..., dict[str, Any]] | None = None,
     gpu: bool | None = None,
     run_name: str | None = None,
+    dev_probes: Sequence[DevProbe] = (),
 ) -> TrainingResult:
-    """GRPO on base_model_dir with TRL's GRPOTrainer: rows from grpo_prompt_rows, reward functions and weights
-    from grpo_reward_functions (or the episode rollout's), optionally a rollout_func for multi-turn episodes.
+    """GRPO on base_model_dir with TRL's GRPOTrainer (sv_shared.training.grpo_spread: groups without reward spread
+    resampled, then left out, and counted in the result's `spread`): rows from grpo_prompt_rows, reward functions and
+    weights from grpo_reward_functions (or the episode rollout's), optionally a rollout_func for multi-turn episodes.
     Resumes from output_dir's newest checkpoint. gpu=None: use CUDA when it is available. run_name: the W&B run's
-    name (default: the recipe's name)."""
+    name (default: the recipe's name). dev_probes: as for run_sft (early stopping on dev reward)."""
+    if recipe.early_stopping is not None and not dev_probes:
+        raise ValueError(f"{recipe.name}: early_stopping is set but no dev items were given to measure it on")
     from datasets import Dataset
     from transformers import set_seed
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
+
+    from sv_shared.training.grpo_spread import SpreadAwareGRPOTrainer
 
     if len(reward_funcs) != len(reward_weights) or not reward_funcs:
         raise ValueError(f"{len(reward_funcs)} reward functions but {len(reward_weights)} weights")
@@ -460,7 +474,8 @@ def run_grpo(
         dataset = Dataset.from_list(rows)
         tokenizer = _load_tokenizer(base_model_dir)
         set_seed(recipe.seed)
-        trainer = GRPOTrainer(
+        stopping = _dev_stopping(recipe, dev_probes, tokenizer, output_dir)
+        trainer = SpreadAwareGRPOTrainer(
             model=_load_model(base_model_dir),
             reward_funcs=list(reward_funcs),
             args=config,
@@ -468,5 +483,10 @@ def run_grpo(
             processing_class=tokenizer,
             peft_config=_peft_config(recipe),
             rollout_func=rollout_func,
+            callbacks=[stopping] if stopping else None,
+            resample=recipe.resample_without_spread,
         )
-        return _train(trainer, tokenizer=tokenizer, base_model_dir=base_model_dir, output_dir=output_dir, gpu=gpu)
+        result = _train(
+            trainer, tokenizer=tokenizer, base_model_dir=base_model_dir, output_dir=output_dir, gpu=gpu, best=stopping
+        )
+        return replace(result, spread=trainer.spread_counts.as_dict())

@@ -1,0 +1,63 @@
+"""A training run's learning curve from its logged history: the figures kept, merged per step, drawn and tabulated."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from sv_shared.training.learning_curves import curve_markdown, curve_rows, curve_summary, plot_learning_curve
+
+GRPO_HISTORY = [
+    {"step": 1, "loss": 0.2, "reward": 0.1, "entropy": 0.9, "frac_reward_zero_std": 1.0, "grad_norm": 0.0},
+    {"step": 1, "groups/without_spread": 0.5, "groups/without_spread_first_sample": 1.0},
+    {"step": 2, "loss": 0.1, "reward": 0.3, "entropy": 0.5, "frac_reward_zero_std": 0.0, "epoch": 0.1},
+    {"step": 2, "dev_reward": 0.40, "dev_reward/e1": 0.40, "dev_balanced_accuracy/e1": 0.5},
+    {"step": 4, "loss": math.nan, "reward": 0.4, "entropy": 0.3},
+    {"step": 4, "dev_reward": 0.55, "dev_reward/e1": 0.55, "dev_balanced_accuracy/e1": 0.75},
+    {"train_runtime": 12.0},
+]
+
+
+def test_rows_keep_the_curve_figures_per_step_and_leave_out_the_rest() -> None:
+    rows = curve_rows(GRPO_HISTORY)
+    assert [row["step"] for row in rows] == [1, 2, 4]
+    assert rows[0] == {
+        "step": 1,
+        "loss": 0.2,
+        "reward": 0.1,
+        "entropy": 0.9,
+        "frac_reward_zero_std": 1.0,
+        "groups/without_spread": 0.5,
+        "groups/without_spread_first_sample": 1.0,
+    }
+    assert "loss" not in rows[2]  # NaN is no figure
+    # One environment: dev_reward/e1 is dev_reward's twin.
+    assert all("dev_reward/e1" not in row for row in rows)
+    mixed = curve_rows([{"step": 5, "dev_reward": 0.5, "dev_reward/e1": 0.4, "dev_reward/e4": 0.6}])
+    assert mixed == [{"step": 5, "dev_reward": 0.5, "dev_reward/e1": 0.4, "dev_reward/e4": 0.6}]
+
+
+def test_summary_names_the_best_dev_step_and_the_share_of_groups_without_spread() -> None:
+    summary = curve_summary(curve_rows(GRPO_HISTORY))
+    assert summary == {
+        "steps": 4,
+        "best_dev_reward": {"step": 4, "value": 0.55},
+        "last_dev_balanced_accuracy/e1": 0.75,
+        "mean_frac_reward_zero_std": 0.5,
+        "mean_groups/without_spread": 0.5,
+        "entropy_first_last": [0.9, 0.3],
+    }
+    assert curve_summary([]) == {"steps": 0}
+
+
+def test_the_table_and_the_plot(tmp_path: Path) -> None:
+    rows = curve_rows(GRPO_HISTORY)
+    table = curve_markdown(rows).splitlines()
+    assert table[0].startswith("| step | dev_balanced_accuracy/e1 | dev_reward | loss | reward | entropy |")
+    assert table[3].startswith("| 2 | 0.500 | 0.400 | 0.100 | 0.300 | 0.500 |")
+    assert curve_markdown([]) == "_No figures were logged._"
+    first = plot_learning_curve(rows, tmp_path / "a.png", title="e1")
+    again = plot_learning_curve(rows, tmp_path / "b.png", title="e1")
+    assert first.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert first.read_bytes() == again.read_bytes()  # deterministic, as every report plot
+    assert plot_learning_curve([], tmp_path / "empty.png", title="e1").is_file()
