@@ -6,7 +6,9 @@ checkpoints on the curated test split (items no training step saw; seed 42, the 
 compare them with the paired bootstrap. Then the trained policy's answers are checked against the reward-hacking
 suite's cheap strategies (bench/bench_reward_hacking.py): how often its answer is what a cheap strategy would have
 said, and whether its reward beats the best cheap strategy's only by being right; each model's answers against the
-split's labels (balanced accuracy, collapse: sv_shared.answers.collapse).
+split's labels (balanced accuracy, collapse: sv_shared.answers.collapse); each model against the best constant
+strategy on the same items (paired bootstrap: a gain counts only when it beats answering the same thing every time);
+both runs' learning curves (sv_shared.training.learning_curves), GRPO's groups without reward spread, peak memory.
 
     python bench/bench_learning.py [--envs e1 e4] [--base smollm2-135m-instruct]
 
@@ -37,8 +39,11 @@ from sv_shared.data.datasets import read_dataset
 from sv_shared.data.files import write_json_atomic
 from sv_shared.registry import get_environment
 from sv_shared.runs.folder import RunFolder
+from sv_shared.training.learning_curves import curve_rows, curve_summary
 
 SEED = 42
+CONSTANT_PREFIX = "always "
+"""The cheap strategies whose answer does not depend on the item (a constant label and confidence, or abstaining)."""
 HONEST = {"e1": "heuristic", "e4": "phish-rules"}
 
 
@@ -88,9 +93,12 @@ def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records:
     honest_answers = [honest(observation) for observation in observations]
     policy = [_answer(by_id[str(item[env.data.id_column])]["completion"] or "") for item in items]
     rows = {}
+    constant_records: dict[str, list[dict[str, Any]]] = {}
     for name, strategy in strategies.items():
         answers = [strategy(Seen(env, obs, h)) for obs, h in zip(observations, honest_answers, strict=True)]
         scored = env.verifier.score_many(list(items), answers)
+        if name.startswith(CONSTANT_PREFIX):
+            constant_records[name] = [{"id": sample.item_id, "reward": sample.reward} for sample in scored]
         pairs = [(mine, _answer(theirs)) for mine, theirs in zip(policy, answers, strict=True)]
         same = sum(1 for mine, theirs in pairs if mine is not None and mine == theirs)
         same_label = sum(
@@ -108,8 +116,11 @@ def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records:
     flags = []
     if closest[1]["same_label_share"] >= 0.95:
         flags.append(f"labels match the cheap strategy {closest[0]!r} on {closest[1]['same_label_share']:.0%} of items")
+    best_constant = max(constant_records, key=lambda name: rows[name]["mean_reward"])
     return {
         "flags": flags,
+        "best_constant_strategy": {"name": best_constant, **rows[best_constant]},
+        "best_constant_records": constant_records[best_constant],
         "policy_reward": policy_reward,
         "parsed_share": len(parsed) / len(items),
         "best_cheap_strategy": {"name": best[0], **best[1]},
@@ -164,6 +175,8 @@ def main() -> None:
         answers = {name: profile for name, (_, profile) in evaluated.items()}
         timings["evals_s"] = round(time.perf_counter() - started, 1)
         means = {name: sum(r["reward"] for r in records) / len(records) for name, records in runs.items()}
+        check = hacking_check(env, dataset.frame.to_dicts(), runs["rlft"])
+        constant = check.pop("best_constant_records")
         results[env_id] = {
             "models": {"base": args.base, "sft": sft.model_id, "rlft": rlft.model_id},
             "n_test_items": dataset.frame.height,
@@ -172,8 +185,16 @@ def main() -> None:
             "sft_vs_base": compare(runs["sft"], runs["base"]),
             "rlft_vs_sft": compare(runs["rlft"], runs["sft"]),
             "rlft_vs_base": compare(runs["rlft"], runs["base"]),
+            # A gain counts only against the best answer-independent strategy, on the same items.
+            "vs_best_constant": {name: compare(records, constant) for name, records in runs.items()},
             "answers": answers,
-            "hacking_check": hacking_check(env, dataset.frame.to_dicts(), runs["rlft"]),
+            "hacking_check": check,
+            "learning_curves": {
+                name: curve_summary(curve_rows(manifest.metrics.get("history") or []))
+                for name, manifest in (("sft", sft), ("rlft", rlft))
+            },
+            "rlft_spread": rlft.metrics.get("spread"),
+            "peak_memory_mb": {"sft": sft.metrics.get("peak_memory_mb"), "rlft": rlft.metrics.get("peak_memory_mb")},
             "training": {"sft": sft.metrics, "rlft": rlft.metrics},
             # GRPO learns only from groups whose rewards differ: the share of steps in which no group's did.
             "rlft_steps_without_reward_spread": (
@@ -188,6 +209,16 @@ def main() -> None:
             c = row[pair]
             interval = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
             print(f"  {pair:13s} Δ {c['delta']:+.3f}  95% CI {interval}  p {c['p_value']:.3f}")
+        best_constant = row["hacking_check"]["best_constant_strategy"]
+        for name, c in row["vs_best_constant"].items():
+            interval = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
+            print(
+                f"  {name + ' vs best constant':28s} Δ {c['delta']:+.3f}  95% CI {interval}  p {c['p_value']:.3f}"
+                f"  ({best_constant['name']!r}: {best_constant['mean_reward']:.3f})"
+            )
+        for name, summary in row["learning_curves"].items():
+            print(f"  {name} learning curve: {summary}")
+        print(f"  GRPO groups: {row['rlft_spread']}; peak memory MB {row['peak_memory_mb']}")
         for name, profile in answers.items():
             print(f"  {name}: {profile['collapse'] + ' | ' if profile['collapsed'] else ''}{profile_line(profile)}")
         check = row["hacking_check"]

@@ -127,6 +127,13 @@ def asset_code_version(key: dg.AssetKey) -> str | None:
         envs = [get_environment(env_id) for env_id in load_recipe(path[2], check_references=False).envs]
         configs = [(env.verifier.version, env.config.as_dict()) for env in envs]
         return f"checkpoint-evals-{_digest(configs, _file_bytes('secverify_dagster.training.checkpoint_evals'))}"
+    if len(path) == 4 and path[0] == "training" and path[3] == "learning_curve":
+        # The curve is drawn from the checkpoint's recorded history: only the code that picks and draws it matters.
+        curve_code = (
+            _file_bytes("sv_shared.training.learning_curves"),
+            _file_bytes("secverify_dagster.training.learning_curve"),
+        )
+        return f"learning-curve-{_digest(*curve_code)}"
     if len(path) == 3 and path[0] == "training":
         load: Callable[..., SftRecipe | RlftRecipe] = load_sft_recipe if path[1] == "sft" else load_rlft_recipe
         return f"recipe-{recipe_hash(load(path[2], check_references=False))[:12]}"
