@@ -25,7 +25,9 @@ INCLUDE_TOOLS ?= false
 
 .PHONY: setup system-packages run test test-fast check dev lint docs docs-serve bench bench-learning train report models judges tournament clean eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 
-setup: system-packages $(STAMP) $(TOOLS_STAMP)
+CHAT_INDEX := $(VENV)/chat-index
+
+setup: system-packages $(STAMP) $(TOOLS_STAMP) $(CHAT_INDEX)/index.html
 
 # bubblewrap: the sandbox that runs model-written code (no network, read-only system, private /tmp).
 # postgresql: the server the scale-out test starts on loopback (deploy/). chromium: the headless browser of the UI test.
@@ -48,6 +50,13 @@ $(STAMP): pyproject.toml requirements.lock
 	# against a served model put this copy first on PYTHONPATH (tests/served_model.py; docs/how-to/interop.md).
 	$(BIN)/pip install -q --no-deps --upgrade --target $(VENV)/openai3 openai==3.54.0
 	touch $(STAMP)
+
+# verifiers builds its chat program with `uv sync --script` from a package index at rollout time; the test suite points
+# uv at this local index of the program's pinned wheels instead (tests/conftest.py), so no test leaves loopback.
+$(CHAT_INDEX)/index.html: requirements-chat.lock scripts/build_chat_index.py $(STAMP)
+	rm -rf $(VENV)/chat-wheels
+	$(BIN)/pip download -q --only-binary=:all: --no-deps -d $(VENV)/chat-wheels -r requirements-chat.lock
+	$(BIN)/python scripts/build_chat_index.py $(VENV)/chat-wheels $(CHAT_INDEX)
 
 $(TOOLS_STAMP): requirements-tools.lock
 	test -x $(TOOLS_VENV)/bin/python || $(PYTHON) -m venv $(TOOLS_VENV)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,16 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     # Each worker (and every model process it starts) gets its share of the cores: torch's threads spin, and two
     # workers each running two of them on two cores made generation 3 to 30 times slower.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# verifiers builds its chat program with `uv sync --script` (and forces UV_OFFLINE=false): uv resolves it from the local
+# index `make setup` writes (scripts/build_chat_index.py), never a package index, so every test talks to loopback only;
+# uv is the venv's. Other index settings of the caller's environment are dropped for the same reason.
+CHAT_INDEX = Path(sys.prefix) / "chat-index"
+for variable in ("UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS"):
+    os.environ.pop(variable, None)
+os.environ["UV_DEFAULT_INDEX"] = CHAT_INDEX.as_uri()
+os.environ["UV_PYTHON_DOWNLOADS"] = "never"
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 SERVED_MODEL_FIXTURES = frozenset({"exported_smollm2", "served_smollm2"})
 SERVED_MODEL_GROUP = "served-smollm2"
