@@ -53,10 +53,10 @@ $(STAMP): pyproject.toml requirements.lock
 
 # verifiers builds its chat program with `uv sync --script` from a package index at rollout time; the test suite points
 # uv at this local index of the program's pinned wheels instead (tests/conftest.py), so no test leaves loopback.
-$(CHAT_INDEX)/index.html: requirements-chat.lock scripts/build_chat_index.py $(STAMP)
+$(CHAT_INDEX)/index.html: requirements-chat.lock scripts/write_chat_index.py $(STAMP)
 	rm -rf $(VENV)/chat-wheels
 	$(BIN)/pip download -q --only-binary=:all: --no-deps -d $(VENV)/chat-wheels -r requirements-chat.lock
-	$(BIN)/python scripts/build_chat_index.py $(VENV)/chat-wheels $(CHAT_INDEX)
+	$(BIN)/python scripts/write_chat_index.py $(VENV)/chat-wheels $(CHAT_INDEX)
 
 $(TOOLS_STAMP): requirements-tools.lock
 	test -x $(TOOLS_VENV)/bin/python || $(PYTHON) -m venv $(TOOLS_VENV)
@@ -66,11 +66,13 @@ $(TOOLS_STAMP): requirements-tools.lock
 run: setup
 	$(BIN)/secverify run
 
+# The suite runs where loopback is the only network (scripts/loopback_only.sh): a test that reached for any other
+# address would fail, not send traffic.
 test: setup
-	$(BIN)/python -m pytest
+	scripts/loopback_only.sh $(BIN)/python -m pytest
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow"
+	scripts/loopback_only.sh $(BIN)/python -m pytest -m "not slow"
 
 # The regression gate over outputs/evals (each model's latest run vs its previous comparable one): exit 1 on a drop.
 check: setup

@@ -27,7 +27,7 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # verifiers builds its chat program with `uv sync --script` (and forces UV_OFFLINE=false): uv resolves it from the local
-# index `make setup` writes (scripts/build_chat_index.py), never a package index, so every test talks to loopback only;
+# index `make setup` writes (scripts/write_chat_index.py), never a package index, so every test talks to loopback only;
 # uv is the venv's. Other index settings of the caller's environment are dropped for the same reason.
 CHAT_INDEX = Path(sys.prefix) / "chat-index"
 for variable in ("UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS"):

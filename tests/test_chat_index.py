@@ -11,7 +11,7 @@ from pathlib import Path
 from file_modules import load_file_module
 
 ROOT = Path(__file__).resolve().parents[1]
-build = load_file_module(ROOT / "scripts" / "build_chat_index.py")
+build = load_file_module(ROOT / "scripts" / "write_chat_index.py")
 
 
 def _locked() -> dict[str, str]:

@@ -1,5 +1,5 @@
 """Write a local package index (PEP 503 "simple" pages over a folder of wheels) that uv can resolve from with no
-network: `python scripts/build_chat_index.py WHEELS INDEX`.
+network: `python scripts/write_chat_index.py WHEELS INDEX`.
 
 verifiers builds its chat program with `uv sync --script` and forces UV_OFFLINE=false, so left alone every library
 rollout asks the package index. `make setup` downloads the program's pinned closure (requirements-chat.lock) into
