@@ -43,7 +43,7 @@ from sv_shared.training.learning_curves import curve_rows, curve_summary
 
 SEED = 42
 CONSTANT_PREFIX = "always "
-"""The cheap strategies whose answer does not depend on the item (a constant label and confidence, or abstaining)."""
+"""How the shared label strategies that answer a constant label and confidence (or abstain) are named."""
 HONEST = {"e1": "heuristic", "e4": "phish-rules"}
 
 
@@ -88,6 +88,14 @@ def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records:
         if env.env_id == "e1"
         else e4_strategies(labels)
     )
+    # Answer-independent: the shared label strategies that answer one constant (E4's "always Phishing + honest
+    # evidence" is not: its evidence is read from the item).
+    negative, positive = ("Benign", "Malicious") if env.env_id == "e1" else ("Legitimate", "Phishing")
+    constant_names = {
+        name
+        for name in detection_strategies(labels, negative, positive, evidence=env.env_id != "e1")
+        if name.startswith(CONSTANT_PREFIX)
+    }
     honest = env.baselines[HONEST[env.env_id]]
     observations = [env.episodes.observation(item) for item in items]
     honest_answers = [honest(observation) for observation in observations]
@@ -97,7 +105,7 @@ def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records:
     for name, strategy in strategies.items():
         answers = [strategy(Seen(env, obs, h)) for obs, h in zip(observations, honest_answers, strict=True)]
         scored = env.verifier.score_many(list(items), answers)
-        if name.startswith(CONSTANT_PREFIX):
+        if name in constant_names:
             constant_records[name] = [{"id": sample.item_id, "reward": sample.reward} for sample in scored]
         pairs = [(mine, _answer(theirs)) for mine, theirs in zip(policy, answers, strict=True)]
         same = sum(1 for mine, theirs in pairs if mine is not None and mine == theirs)
