@@ -103,6 +103,7 @@ def _secverify_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path, dic
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         yield process, log, env
@@ -110,6 +111,10 @@ def _secverify_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path, dic
         if process.poll() is None:
             process.kill()
             process.wait()
+        # A SIGKILLed command leaves its children behind (Dagster's `tail -F` of the step's compute log): end them with
+        # the test, not after it.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _wait_until_a_run_is_started(process: subprocess.Popen, log: Path, home: Path) -> dg.DagsterInstance:
