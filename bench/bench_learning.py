@@ -32,6 +32,7 @@ from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.parents import latest_checkpoint
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
 from sv_shared.answers.collapse import profile_line
+from sv_shared.answers.constant_answers import constant_answers
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
 from sv_shared.config import outputs_dir
 from sv_shared.contracts import Environment
@@ -77,22 +78,16 @@ def _answer(completion: str) -> tuple[str, float] | None:
 
 
 def best_constant(env: Environment, items: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[dict]]:
-    """The best answer-independent strategy on these items: one label (or Abstain) at one confidence on a 0.05 grid
-    for every item, no evidence (tests/test_reward_skill.py's set); its name, mean reward and per-item records."""
-    labels = [*sorted({str(item[env.data.label_column]) for item in items}), "Abstain"]
-    best: tuple[dict[str, Any], list[dict]] | None = None
-    for label in labels:
-        for step in range(21):
-            answer: dict[str, Any] = {"label": label, "confidence": step / 20, "rationale": "same for every item"}
-            if env.env_id == "e4":
-                answer["evidence"] = []
-            scored = env.verifier.score_many(list(items), [json.dumps(answer)] * len(items))
-            mean = sum(sample.reward for sample in scored) / len(scored)
-            if best is None or mean > best[0]["mean_reward"]:
-                records = [{"id": sample.item_id, "reward": sample.reward} for sample in scored]
-                best = ({"name": f"always {label} at {step / 20:g}", "mean_reward": mean}, records)
-    assert best is not None
-    return best
+    """The best answer-independent strategy on these items (sv_shared.answers.constant_answers): its name and mean
+    reward, and its per-item records to pair with a model's."""
+    labels = sorted({str(item[env.data.label_column]) for item in items})
+    scored = {
+        name: env.verifier.score_many(list(items), [answer] * len(items))
+        for name, answer in constant_answers(labels, with_evidence=env.env_id == "e4").items()
+    }
+    name, samples = max(scored.items(), key=lambda pair: sum(sample.reward for sample in pair[1]))
+    mean = sum(sample.reward for sample in samples) / len(samples)
+    return {"name": name, "mean_reward": mean}, [{"id": sample.item_id, "reward": sample.reward} for sample in samples]
 
 
 def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> dict:
@@ -130,11 +125,8 @@ def hacking_check(env: Environment, items: Sequence[Mapping[str, Any]], records:
     flags = []
     if closest[1]["same_label_share"] >= 0.95:
         flags.append(f"labels match the cheap strategy {closest[0]!r} on {closest[1]['same_label_share']:.0%} of items")
-    constant, constant_records = best_constant(env, items)
     return {
         "flags": flags,
-        "best_constant_strategy": constant,
-        "best_constant_records": constant_records,
         "policy_reward": policy_reward,
         "parsed_share": len(parsed) / len(items),
         "best_cheap_strategy": {"name": best[0], **best[1]},
@@ -189,8 +181,7 @@ def main() -> None:
         answers = {name: profile for name, (_, profile) in evaluated.items()}
         timings["evals_s"] = round(time.perf_counter() - started, 1)
         means = {name: sum(r["reward"] for r in records) / len(records) for name, records in runs.items()}
-        check = hacking_check(env, dataset.frame.to_dicts(), runs["rlft"])
-        constant = check.pop("best_constant_records")
+        constant, constant_records = best_constant(env, dataset.frame.to_dicts())
         results[env_id] = {
             "models": {"base": args.base, "sft": sft.model_id, "rlft": rlft.model_id},
             "n_test_items": dataset.frame.height,
@@ -200,9 +191,10 @@ def main() -> None:
             "rlft_vs_sft": compare(runs["rlft"], runs["sft"]),
             "rlft_vs_base": compare(runs["rlft"], runs["base"]),
             # A gain counts only against the best answer-independent strategy, on the same items.
-            "vs_best_constant": {name: compare(records, constant) for name, records in runs.items()},
+            "best_constant_strategy": constant,
+            "vs_best_constant": {name: compare(records, constant_records) for name, records in runs.items()},
             "answers": answers,
-            "hacking_check": check,
+            "hacking_check": hacking_check(env, dataset.frame.to_dicts(), runs["rlft"]),
             "learning_curves": {
                 name: curve_summary(curve_rows(manifest.metrics.get("history") or []))
                 for name, manifest in (("sft", sft), ("rlft", rlft))
@@ -223,12 +215,12 @@ def main() -> None:
             c = row[pair]
             interval = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
             print(f"  {pair:13s} Δ {c['delta']:+.3f}  95% CI {interval}  p {c['p_value']:.3f}")
-        best_constant = row["hacking_check"]["best_constant_strategy"]
+        constant = row["best_constant_strategy"]
         for name, c in row["vs_best_constant"].items():
             interval = f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]"
             print(
                 f"  {name + ' vs best constant':28s} Δ {c['delta']:+.3f}  95% CI {interval}  p {c['p_value']:.3f}"
-                f"  ({best_constant['name']!r}: {best_constant['mean_reward']:.3f})"
+                f"  ({constant['name']!r}: {constant['mean_reward']:.3f})"
             )
         for name, summary in row["learning_curves"].items():
             print(f"  {name} learning curve: {summary}")

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from sv_shared.answers.constant_answers import constant_answers
 from sv_shared.contracts import Environment, Item
 from sv_shared.registry import get_environment
 
-CONFIDENCES = [step / 20 for step in range(21)]
 LABELS = {"e1": ("Malicious", "Benign", "Abstain"), "e4": ("Phishing", "Legitimate", "Abstain")}
 RULE_BASELINES = {"e1": "heuristic", "e4": "phish-rules"}
 
@@ -30,13 +30,9 @@ def _mean_reward(env: Environment, items: list[Item], completions: list[str]) ->
 def test_no_answer_independent_strategy_earns_half_and_the_rule_baseline_leads(env_id: str) -> None:
     env = get_environment(env_id)
     items = _test_items(env)
-    constants = {}
-    for label in LABELS[env_id]:
-        for confidence in CONFIDENCES:
-            answer = {"label": label, "confidence": confidence, "rationale": "same for every item"}
-            if env_id == "e4":
-                answer["evidence"] = []
-            constants[f"{label}@{confidence:g}"] = _mean_reward(env, items, [json.dumps(answer)] * len(items))
+    answers = constant_answers(LABELS[env_id], with_evidence=env_id == "e4")
+    assert len(answers) == 3 * 21
+    constants = {name: _mean_reward(env, items, [answer] * len(items)) for name, answer in answers.items()}
     best_name, best = max(constants.items(), key=lambda pair: pair[1])
     baseline = env.baselines[RULE_BASELINES[env_id]]
     rules = _mean_reward(env, items, [baseline(item) for item in items])

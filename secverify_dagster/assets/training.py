@@ -132,6 +132,11 @@ def build_sft_dataset_asset(
     return sft_dataset
 
 
+def _kind(recipe: SftRecipe | RlftRecipe) -> Literal["sft", "rlft"]:
+    """The recipe's folder under configs/ and the second part of its assets' keys."""
+    return "sft" if isinstance(recipe, SftRecipe) else "rlft"
+
+
 def _checkpoint_metadata(manifest: CheckpointManifest, run_dir: Any) -> dict[str, Any]:
     return {
         "model_id": manifest.model_id,
@@ -212,7 +217,7 @@ def _experiment_inputs(path: str | None, kind: str, recipe_name: str) -> Experim
 
 
 def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
-    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+    kind = _kind(recipe)
     data_deps = (
         [sft_dataset_key(env_id) for env_id in recipe.envs]
         if kind == "sft"
@@ -292,7 +297,7 @@ def materialized_checkpoint(
 
 
 def build_checkpoint_evals_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
-    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+    kind = _kind(recipe)
 
     @dg.asset(
         key=checkpoint_evals_key(kind, recipe.name),
@@ -351,7 +356,7 @@ def build_checkpoint_evals_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDef
 
 
 def build_learning_curve_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinition:
-    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+    kind = _kind(recipe)
 
     @dg.asset(
         key=learning_curve_key(kind, recipe.name),
@@ -386,7 +391,7 @@ def build_learning_curve_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefin
 
 
 def build_safety_check(recipe: SftRecipe | RlftRecipe) -> dg.AssetChecksDefinition:
-    kind = "sft" if isinstance(recipe, SftRecipe) else "rlft"
+    kind = _kind(recipe)
 
     @dg.asset_check(
         asset=checkpoint_key(kind, recipe.name),

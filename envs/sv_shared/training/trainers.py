@@ -361,6 +361,8 @@ def _dev_stopping(
 ) -> DevRewardStopping | None:
     if recipe.early_stopping is None:
         return None
+    if not probes:
+        raise ValueError(f"{recipe.name}: early_stopping is set but no dev items were given to measure it on")
     from sv_shared.training.early_stopping import DevRewardStopping
 
     return DevRewardStopping(
@@ -386,8 +388,6 @@ def run_sft(
     """Fine-tune base_model_dir on the examples with TRL's SFTTrainer; resumes from output_dir's newest checkpoint.
     gpu=None: use CUDA when it is available. run_name: the W&B run's name (default: the recipe's name). dev_probes:
     each environment's dev sample, measured at every save when the recipe stops early (recipe.early_stopping)."""
-    if recipe.early_stopping is not None and not dev_probes:
-        raise ValueError(f"{recipe.name}: early_stopping is set but no dev items were given to measure it on")
     from datasets import Dataset
     from transformers import set_seed
     from trl import SFTConfig, SFTTrainer
@@ -441,8 +441,6 @@ def run_grpo(
     weights from grpo_reward_functions (or the episode rollout's), optionally a rollout_func for multi-turn episodes.
     Resumes from output_dir's newest checkpoint. gpu=None: use CUDA when it is available. run_name: the W&B run's
     name (default: the recipe's name). dev_probes: as for run_sft (early stopping on dev reward)."""
-    if recipe.early_stopping is not None and not dev_probes:
-        raise ValueError(f"{recipe.name}: early_stopping is set but no dev items were given to measure it on")
     from datasets import Dataset
     from transformers import set_seed
     from trl import GRPOConfig
