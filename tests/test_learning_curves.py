@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from sv_shared.training.learning_curves import curve_markdown, curve_rows, curve_summary, plot_learning_curve
+from sv_shared.training.learning_curves import (
+    curve_markdown,
+    curve_panels,
+    curve_rows,
+    curve_summary,
+    plot_learning_curve,
+)
 
 GRPO_HISTORY = [
     {"step": 1, "loss": 0.2, "reward": 0.1, "entropy": 0.9, "frac_reward_zero_std": 1.0, "grad_norm": 0.0},
@@ -43,11 +49,27 @@ def test_summary_names_the_best_dev_step_and_the_share_of_groups_without_spread(
         "steps": 4,
         "best_dev_reward": {"step": 4, "value": 0.55},
         "last_dev_balanced_accuracy/e1": 0.75,
-        "mean_frac_reward_zero_std": 0.5,
+        "mean_groups/without_spread_first_sample": 1.0,
         "mean_groups/without_spread": 0.5,
         "entropy_first_last": [0.9, 0.3],
     }
     assert curve_summary([]) == {"steps": 0}
+
+
+def test_zero_spread_is_shown_before_and_after_resampling_and_trl_share_only_without_them() -> None:
+    """grpo_spread's trained batch is what TRL's frac_reward_zero_std measures, so with both the curve shows the share
+    before resampling and the share left out, not the same series twice; a plain TRL run keeps TRL's figure."""
+    exploration = curve_panels(curve_rows(GRPO_HISTORY))[
+        "exploration (entropy, KL, share of groups without reward spread)"
+    ]
+    assert list(exploration) == ["entropy", "groups/without_spread_first_sample", "groups/without_spread"]
+    plain = [entry for entry in GRPO_HISTORY if not any(name.startswith("groups/") for name in entry)]
+    plain_rows = curve_rows(plain)
+    assert list(curve_panels(plain_rows)["exploration (entropy, KL, share of groups without reward spread)"]) == [
+        "entropy",
+        "frac_reward_zero_std",
+    ]
+    assert curve_summary(plain_rows)["mean_frac_reward_zero_std"] == 0.5
 
 
 def test_the_table_and_the_plot(tmp_path: Path) -> None:

@@ -69,16 +69,20 @@ def curve_panels(rows: Sequence[Mapping[str, float]]) -> dict[str, dict[str, lis
     names = sorted({name for row in rows for name in row if name != "step"})
     dev = {name: _series(rows, name) for name in names if name.startswith(DEV_PREFIXES)}
     optimised = {name: _series(rows, name) for name in ("loss", "reward") if name in names}
-    exploration = {
-        name: _series(rows, name)
-        for name in ("entropy", "kl", "frac_reward_zero_std", "groups/without_spread")
-        if name in names
-    }
+    shown = ("entropy", "kl", *_spread_figures(names))
+    exploration = {name: _series(rows, name) for name in shown if name in names}
     return {
         "held-out dev items": dev,
         "training objective": optimised,
         "exploration (entropy, KL, share of groups without reward spread)": exploration,
     }
+
+
+def _spread_figures(names: set[str] | Sequence[str]) -> tuple[str, ...]:
+    """The zero-spread shares to show: grpo_spread's before and after resampling where it ran (TRL's
+    frac_reward_zero_std is then the second one again), TRL's own otherwise."""
+    spread = tuple(name for name in ("groups/without_spread_first_sample", "groups/without_spread") if name in names)
+    return spread or tuple(name for name in ("frac_reward_zero_std",) if name in names)
 
 
 def plot_learning_curve(rows: Sequence[Mapping[str, float]], path: Path, *, title: str) -> Path:
@@ -114,7 +118,7 @@ def curve_summary(rows: Sequence[Mapping[str, float]]) -> dict[str, Any]:
         summary["best_dev_reward"] = {"step": int(step), "value": round(best, SHOWN_DECIMALS)}
     for name in sorted({name for row in rows for name in row if name.startswith("dev_balanced_accuracy/")}):
         summary[f"last_{name}"] = round(_series(rows, name)[-1][1], SHOWN_DECIMALS)
-    for name in ("frac_reward_zero_std", "groups/without_spread"):
+    for name in _spread_figures({name for row in rows for name in row}):
         shares = [value for _, value in _series(rows, name)]
         if shares:
             summary[f"mean_{name}"] = round(sum(shares) / len(shares), SHOWN_DECIMALS)
