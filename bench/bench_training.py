@@ -8,9 +8,12 @@
 3. Plain batched generation of the same model on the same prompts, same max_new_tokens and temperature
    (LocalModel.generate_batch, batches of 4 like GRPO's, and of 16): what generation costs outside the trainer.
 
+SFT and GRPO run once per method (--methods; default full fine-tuning and LoRA r=16 on every linear layer, as the
+E2/E3 recipes use), on the same examples, prompts and seed: whether LoRA pays on this machine is a measured ratio.
+
 Each phase runs in its own process, so each peak (max RSS, or CUDA max allocated on a GPU) is that phase's own.
 
-    python bench/bench_training.py [--sft-steps 5] [--grpo-steps 5] [--max-new-tokens 48]
+    python bench/bench_training.py [--sft-steps 5] [--grpo-steps 5] [--max-new-tokens 48] [--methods full lora]
 
 Prints a table and writes outputs/bench/training.json.
 """
@@ -33,6 +36,13 @@ from sv_shared.registry import get_environment
 
 MODEL_DIR = Path("models") / "smollm2-135m-instruct-hf"
 ROWS = 64
+METHODS = ("full", "lora")
+LORA = {"r": 16, "alpha": 32, "dropout": 0.05, "target_modules": "all-linear"}
+"""The E2/E3 recipes' adapter (configs/sft/e2.yaml)."""
+
+
+def _method(method: str) -> dict[str, Any]:
+    return {"method": "lora", "lora": LORA} if method == "lora" else {"method": "full"}
 
 
 def _items(n: int) -> list[dict[str, Any]]:
@@ -54,7 +64,7 @@ def _sft_examples(n: int) -> tuple[list[Any], str]:
         ], "gold-label targets"
 
 
-def phase_sft(model_dir: Path, steps: int, batch: int) -> dict[str, Any]:
+def phase_sft(model_dir: Path, steps: int, batch: int, method: str) -> dict[str, Any]:
     from sv_shared.training.recipes import SftRecipe
     from sv_shared.training.trainers import run_sft
 
@@ -71,12 +81,14 @@ def phase_sft(model_dir: Path, steps: int, batch: int) -> dict[str, Any]:
             "save_steps": 10_000,
             "max_length": 320,
             "min_reward": 0.9,
+            **_method(method),
         }
     )
     with tempfile.TemporaryDirectory() as tmp:
         result = run_sft(recipe, base_model_dir=model_dir, examples=examples, output_dir=Path(tmp))
     losses = [entry["loss"] for entry in result.history if "loss" in entry]
     return {
+        "method": method,
         "steps": result.steps,
         "batch": batch,
         "examples": source,
@@ -89,7 +101,9 @@ def phase_sft(model_dir: Path, steps: int, batch: int) -> dict[str, Any]:
     }
 
 
-def phase_grpo(model_dir: Path, steps: int, batch: int, generations: int, max_new_tokens: int) -> dict[str, Any]:
+def phase_grpo(
+    model_dir: Path, steps: int, batch: int, generations: int, max_new_tokens: int, method: str
+) -> dict[str, Any]:
     import trl
 
     from sv_shared.training.recipes import RlftRecipe
@@ -128,6 +142,7 @@ def phase_grpo(model_dir: Path, steps: int, batch: int, generations: int, max_ne
             "per_device_train_batch_size": batch,
             "save_steps": 10_000,
             "items_per_env": prompts_needed,
+            **_method(method),
         }
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -141,6 +156,7 @@ def phase_grpo(model_dir: Path, steps: int, batch: int, generations: int, max_ne
         )
     logged = [entry for entry in result.history if "reward" in entry]
     return {
+        "method": method,
         "steps": result.steps,
         "batch": batch,
         "generations": generations,
@@ -211,6 +227,8 @@ def main() -> None:
     parser.add_argument("--grpo-batch", type=int, default=4)
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--method", choices=METHODS, default="full", help=argparse.SUPPRESS)
     parser.add_argument("--phase", choices=["sft", "grpo", "plain"], help=argparse.SUPPRESS)
     parser.add_argument("--prompts", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -219,9 +237,11 @@ def main() -> None:
 
     if args.phase:  # a child process: one phase, its result as JSON
         if args.phase == "sft":
-            result = phase_sft(model_dir, args.sft_steps, args.sft_batch)
+            result = phase_sft(model_dir, args.sft_steps, args.sft_batch, args.method)
         elif args.phase == "grpo":
-            result = phase_grpo(model_dir, args.grpo_steps, args.grpo_batch, args.generations, args.max_new_tokens)
+            result = phase_grpo(
+                model_dir, args.grpo_steps, args.grpo_batch, args.generations, args.max_new_tokens, args.method
+            )
         else:
             prompts = json.loads(Path(args.prompts).read_text(encoding="utf-8"))
             result = phase_plain(model_dir, prompts, args.generations, args.max_new_tokens)
@@ -234,12 +254,13 @@ def main() -> None:
     export_hf_folder(model_dir)
     export_s = time.perf_counter() - started
     common = ["--generations", str(args.generations), "--max-new-tokens", str(args.max_new_tokens)]
-    sft = _run_phase(["--phase", "sft", "--sft-steps", str(args.sft_steps), "--sft-batch", str(args.sft_batch)])
-    grpo = _run_phase(
-        ["--phase", "grpo", "--grpo-steps", str(args.grpo_steps), "--grpo-batch", str(args.grpo_batch), *common]
-    )
+    sft_args = ["--phase", "sft", "--sft-steps", str(args.sft_steps), "--sft-batch", str(args.sft_batch)]
+    grpo_args = ["--phase", "grpo", "--grpo-steps", str(args.grpo_steps), "--grpo-batch", str(args.grpo_batch)]
+    sft = {method: _run_phase([*sft_args, "--method", method]) for method in args.methods}
+    grpo = {method: _run_phase([*grpo_args, *common, "--method", method]) for method in args.methods}
+    prompts = [run.pop("prompts") for run in grpo.values()]  # the same rows for every method
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as handle:
-        json.dump(grpo.pop("prompts"), handle)
+        json.dump(prompts[0], handle)
         prompts_file = handle.name
     try:
         plain = _run_phase(["--phase", "plain", "--prompts", prompts_file, *common])
@@ -269,23 +290,28 @@ def main() -> None:
     small, large = plain[f"batch_{args.generations}"], plain[f"batch_{4 * args.generations}"]
     print(f"\nSmolLM2-135M-Instruct, {os.cpu_count()} CPUs, torch {torch.__version__}, trl {trl.__version__}")
     _row("phase", "steps/s", "s/step", "tokens/s", "peak MB")
-    _row(
-        f"SFT (batch {sft['batch']}, E1 {sft['examples']})",
-        f"{sft['steps_per_s']:.3f}",
-        f"{sft['s_per_step']:.2f}",
-        "",
-        f"{sft['peak_memory_mb']:.0f}",
-    )
-    _row(
-        f"GRPO (batch {grpo['batch']}, {grpo['generations']} gens, {grpo['max_new_tokens']} new tokens)",
-        f"{grpo['steps_per_s']:.3f}",
-        f"{grpo['s_per_step']:.2f}",
-        "",
-        f"{grpo['peak_memory_mb']:.0f}",
-    )
-    _row(
-        f"  generation inside GRPO ({100 * grpo['generate_share']:.0f}% of step)", "", "", f"{grpo['tokens_per_s']:.1f}"
-    )
+    for method, run in sft.items():
+        _row(
+            f"SFT {method} (batch {run['batch']}, E1 {run['examples']})",
+            f"{run['steps_per_s']:.3f}",
+            f"{run['s_per_step']:.2f}",
+            "",
+            f"{run['peak_memory_mb']:.0f}",
+        )
+    for method, run in grpo.items():
+        _row(
+            f"GRPO {method} (batch {run['batch']}, {run['generations']} gens, {run['max_new_tokens']} new tokens)",
+            f"{run['steps_per_s']:.3f}",
+            f"{run['s_per_step']:.2f}",
+            "",
+            f"{run['peak_memory_mb']:.0f}",
+        )
+        _row(
+            f"  generation inside GRPO {method} ({100 * run['generate_share']:.0f}% of step)",
+            "",
+            "",
+            f"{run['tokens_per_s']:.1f}",
+        )
     _row(
         f"plain generate_batch, batch {args.generations}",
         "",
@@ -294,6 +320,14 @@ def main() -> None:
         f"{plain['peak_memory_mb']:.0f}",
     )
     _row(f"plain generate_batch, batch {4 * args.generations}", "", "", f"{large['tokens_per_s']:.1f}")
+    for phase, runs in (("SFT", sft), ("GRPO", grpo)):
+        if {"full", "lora"} <= set(runs):
+            ratio = runs["full"]["s_per_step"] / runs["lora"]["s_per_step"]
+            memory = runs["lora"]["peak_memory_mb"] / runs["full"]["peak_memory_mb"]
+            report[f"{phase.lower()}_lora_speedup"] = ratio
+            print(
+                f"{phase}: LoRA runs {ratio:.2f}x the steps/s of full fine-tuning, at {memory:.0%} of its peak memory"
+            )
     dest = outputs_dir() / "bench" / "training.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
