@@ -202,4 +202,17 @@ def _run_training(kind: str, recipe_name: str, experiment: Path | None = None) -
         print(f"      safety scan {'passed' if evaluation.passed else 'FAILED'}: {reason.value if reason else ''}")
     if not trained:
         return 1
+    if scan_failed:
+        _draw_blocked_learning_curve(job, instance, learning_curve_key(kind, recipe.name), result)
     return SCAN_FAILED if scan_failed else 0
+
+
+def _draw_blocked_learning_curve(
+    job: dg.JobDefinition, instance: dg.DagsterInstance, key: dg.AssetKey, result: dg.ExecuteInProcessResult
+) -> None:
+    """A failed safety scan is a blocking check, so it skips the checkpoint's learning curve in the same run; the
+    curve is what a reviewer reads to see why, so it is drawn in a run of its own (it only reads the checkpoint)."""
+    if any(event.asset_key == key for event in result.get_asset_materialization_events()):
+        return
+    started = _step(2, 2, f"{key.to_user_string()} (the failed scan skipped it; drawn in a run of its own)")
+    _done(started, _execute(job, instance, asset_selection=[key], run_config=dict(_QUIET)))

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import dagster as dg
+
+from secverify_dagster.pipeline import _draw_blocked_learning_curve
 from sv_shared.training.learning_curves import (
     curve_markdown,
     curve_panels,
@@ -83,3 +86,34 @@ def test_the_table_and_the_plot(tmp_path: Path) -> None:
     assert first.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert first.read_bytes() == again.read_bytes()  # deterministic, as every report plot
     assert plot_learning_curve([], tmp_path / "empty.png", title="e1").is_file()
+
+
+def test_a_failed_safety_scan_does_not_hide_the_learning_curve() -> None:
+    """The scan is a blocking check, so Dagster skips the checkpoint's downstream assets in the same run; `secverify
+    train` then draws the learning curve in a run of its own (the curve is what a reviewer reads to see why)."""
+
+    @dg.asset
+    def checkpoint() -> None:
+        return None
+
+    @dg.asset_check(asset=checkpoint, blocking=True)
+    def safety_scan() -> dg.AssetCheckResult:
+        return dg.AssetCheckResult(passed=False, metadata={"reason": "5 unsafe conversations vs the parent's 3"})
+
+    @dg.asset(deps=[checkpoint])
+    def learning_curve() -> None:
+        return None
+
+    defs = dg.Definitions(assets=[checkpoint, learning_curve], asset_checks=[safety_scan])
+    job = defs.resolve_implicit_global_asset_job_def()
+    with dg.instance_for_test() as instance:
+        result = job.execute_in_process(
+            instance=instance, asset_selection=[checkpoint.key, learning_curve.key], raise_on_error=False
+        )
+        drawn = {event.asset_key for event in result.get_asset_materialization_events()}
+        assert drawn == {checkpoint.key}  # the blocking check skipped the curve
+        _draw_blocked_learning_curve(job, instance, learning_curve.key, result)
+        assert instance.get_latest_materialization_event(learning_curve.key) is not None
+        runs = instance.get_runs()
+        _draw_blocked_learning_curve(job, instance, checkpoint.key, result)  # materialized already: no new run
+        assert len(instance.get_runs()) == len(runs) == 2
