@@ -241,7 +241,9 @@ def test_a_failing_counterpart_gives_reward_zero_counted_and_masked(tokenizer: A
     logged: dict[str, float] = {}
     fields = {key: out[key] for key in rollout_fields()}
     assert episode_reward(["p"] * 4, ["c"] * 4, log_metric=logged.__setitem__, **fields) == [0.0] * 4
-    assert logged == {"episodes/failed": 4.0, "episodes/failed_share": 1.0}
+    turns = sum(out["episode_turns"]) / 4
+    assert turns >= 1  # each attacker spoke once before its target failed
+    assert logged == {"episodes/failed": 4.0, "episodes/failed_share": 1.0, "episodes/policy_turns_mean": turns}
 
 
 def test_failure_reward_none_leaves_failed_episodes_unscored(tokenizer: Any) -> None:

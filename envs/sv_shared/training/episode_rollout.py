@@ -869,12 +869,14 @@ def episode_reward(
     completions: Sequence[Any],
     episode_reward: Sequence[float | None] | None = None,
     episode_failed: Sequence[bool] | None = None,
+    episode_turns: Sequence[int] | None = None,
     log_metric: Callable[[str, float], None] | None = None,
     **kwargs: Any,
 ) -> list[float | None]:
     """The reward function for a trainer whose rollout_func is an EpisodeRollout: each episode's verifier reward,
     as the rollout returned it (None for rows the rollout did not play). Logs episodes/failed (failed episodes in
-    this batch) and episodes/failed_share."""
+    this batch), episodes/failed_share and episodes/policy_turns_mean (the policy's turns per episode: above 1, it
+    called tools or kept a dialogue going; 1, it answered at once)."""
     if episode_reward is None:
         return [None] * len(prompts)
     if len(episode_reward) != len(prompts):
@@ -883,4 +885,6 @@ def episode_reward(
     if log_metric is not None and prompts:
         log_metric("episodes/failed", float(sum(bool(flag) for flag in failures)))
         log_metric("episodes/failed_share", sum(bool(flag) for flag in failures) / len(prompts))
+        if episode_turns:
+            log_metric("episodes/policy_turns_mean", sum(episode_turns) / len(episode_turns))
     return [None if reward is None else float(reward) for reward in episode_reward]
