@@ -8,7 +8,9 @@ suite's cheap strategies (bench/bench_reward_hacking.py): how often its answer i
 said, and whether its reward beats the best cheap strategy's only by being right; each model's answers against the
 split's labels (balanced accuracy, collapse: sv_shared.answers.collapse); each model against the best constant
 strategy on the same items (paired bootstrap: a gain counts only when it beats answering the same thing every time);
-both runs' learning curves (sv_shared.training.learning_curves), GRPO's groups without reward spread, peak memory.
+both runs' learning curves (sv_shared.training.learning_curves), GRPO's groups without reward spread, peak memory;
+and every model's and the best constant's mean reward per template of the test split (E1: one source host's flows of
+one scenario, sv_env_network_logs.templates; E4: label and scenario), which says where a model gains or loses.
 
     python bench/bench_learning.py [--envs e1 e4] [--base smollm2-135m-instruct]
 
@@ -23,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import polars as pl
 from bench_reward_hacking import Seen, detection_strategies, e4_strategies
 
 from secverify_dagster.pipeline import SCAN_FAILED, run_training
@@ -31,6 +34,7 @@ from secverify_dagster.runner.datasets import EvalDataset
 from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.parents import latest_checkpoint
 from secverify_dagster.training.paths import TrainingError, TrainingPaths
+from sv_env_network_logs.templates import template_keys
 from sv_shared.answers.collapse import profile_line
 from sv_shared.answers.constant_answers import constant_answers
 from sv_shared.answers.statistics import align_paired, paired_bootstrap
@@ -44,6 +48,34 @@ from sv_shared.training.learning_curves import curve_rows, curve_summary
 
 SEED = 42
 HONEST = {"e1": "heuristic", "e4": "phish-rules"}
+
+
+def _template_column(env_id: str, frame: pl.DataFrame) -> pl.Series:
+    """Each test item's template: what the split holds out whole, so a per-template reward reads generalisation."""
+    if env_id == "e1":
+        return frame.select(template_keys(frame)).to_series()
+    return frame.select(pl.concat_str([pl.col("label"), pl.col("scenario")], separator="/")).to_series()
+
+
+def by_template(
+    env: Environment, frame: pl.DataFrame, runs: Mapping[str, Sequence[Mapping[str, Any]]], constant: Sequence[Mapping]
+) -> list[dict[str, Any]]:
+    """Per template of the split, largest first: its item count and each model's and the best constant's mean."""
+    templates = dict(zip(frame[env.data.id_column].cast(pl.String), _template_column(env.env_id, frame), strict=True))
+    sums: dict[str, dict[str, list[float]]] = {}
+    for name, records in {**runs, "best constant": constant}.items():
+        for record in records:
+            template = templates[str(record["id"])]
+            sums.setdefault(template, {}).setdefault(name, []).append(float(record["reward"]))
+    rows = [
+        {
+            "template": template,
+            "n": len(next(iter(rewards.values()))),
+            **{name: round(sum(values) / len(values), 3) for name, values in rewards.items()},
+        }
+        for template, rewards in sums.items()
+    ]
+    return sorted(rows, key=lambda row: (-row["n"], row["template"]))
 
 
 def evaluate(
@@ -195,6 +227,7 @@ def main() -> None:
             "vs_best_constant": {name: compare(records, constant_records) for name, records in runs.items()},
             "answers": answers,
             "hacking_check": hacking_check(env, dataset.frame.to_dicts(), runs["rlft"]),
+            "by_template": by_template(env, dataset.frame, runs, constant_records),
             "learning_curves": {
                 name: curve_summary(curve_rows(manifest.metrics.get("history") or []))
                 for name, manifest in (("sft", sft), ("rlft", rlft))
@@ -236,6 +269,12 @@ def main() -> None:
             f"{check['best_cheap_strategy']['mean_reward']:.3f} vs policy {check['policy_reward']:.3f}"
         )
         print(f"  flags: {'; '.join(check['flags']) or 'none'}")
+        print("  mean reward per test template (items | base, SFT, RLFT, best constant):")
+        for entry in row["by_template"]:
+            print(
+                f"    {entry['template']:40s} {entry['n']:3d} | {entry['base']:+.3f} {entry['sft']:+.3f} "
+                f"{entry['rlft']:+.3f} {entry['best constant']:+.3f}"
+            )
         print(f"  GRPO steps whose groups all had equal rewards: {row['rlft_steps_without_reward_spread']}")
         print(f"  timings {timings}")
     out = outputs_dir() / "bench" / "learning.json"
