@@ -10,6 +10,7 @@ import yaml
 from sv_shared.config import ConfigError, RewardWeightSettings
 from sv_shared.contracts import CompletionVerifier, Dialogue, ToolUse
 from sv_shared.registry import get_environment, load_env_config
+from sv_shared.training.checkpoints import CheckpointManifest, finish_training_run, open_training_run
 from sv_shared.training.recipes import (
     DIALOGUE_ENVS,
     ENV_IDS,
@@ -168,6 +169,38 @@ def test_references_must_exist(root: Path) -> None:
     assert init_kind(load_rlft_recipe("r", root), root) == "sft"
     _write(root, "rlft", "r", {**RLFT, "name": "r", "init_from": "smollm2-135m-instruct"})
     assert init_kind(load_rlft_recipe("r", root), root) == "model"
+
+
+def test_a_trained_checkpoint_is_a_registry_model_to_start_from(root: Path, isolated_outputs: Path) -> None:
+    """RLFT continued from an RLFT checkpoint (or SFT from one): the registry lists checkpoints, so the check does."""
+    _write(root, "rlft", "r", {**RLFT, "name": "r", "init_from": "smollm2-135m-instruct.rlft-single.20261129t181915-a"})
+    with pytest.raises(ConfigError, match=r"nor a registry model \(configs/models.yaml or a trained checkpoint\)"):
+        load_rlft_recipe("r", root)
+    with open_training_run(isolated_outputs / "checkpoints", "smollm2-135m-instruct", "rlft-single", "key") as run:
+        run.model_dir.mkdir(parents=True)
+        (run.model_dir / "config.json").write_text("{}", encoding="utf-8")
+        manifest = finish_training_run(
+            run,
+            CheckpointManifest(
+                model_id=run.model_id,
+                parent_model=run.parent_model,
+                base_model=run.base_model,
+                stage=run.stage,
+                run_id=run.run_id,
+                recipe_name="e4",
+                recipe_hash="0" * 64,
+                recipe={"name": "e4"},
+                envs=["e4"],
+                reward_weights={},
+                data={},
+                code_version="0123abcd",
+                metrics={},
+            ),
+        )
+    _write(root, "rlft", "r", {**RLFT, "name": "r", "init_from": manifest.model_id})
+    assert init_kind(load_rlft_recipe("r", root), root) == "model"
+    _write(root, "sft", "s", {**SFT, "name": "s", "base_model": manifest.model_id})
+    assert load_sft_recipe("s", root).base_model == manifest.model_id
 
 
 def test_init_from_naming_both_a_recipe_and_a_model_is_ambiguous(root: Path) -> None:

@@ -21,12 +21,14 @@ from sv_shared.config import (
     ConfigModel,
     EnvConfig,
     RewardWeightSettings,
+    outputs_dir,
     project_root,
     read_config,
     validate_config,
 )
 from sv_shared.config import read_yaml as _read_yaml
 from sv_shared.data.hashing import sha256_hex, stable_json
+from sv_shared.training.checkpoints import list_checkpoints
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 """Recipe names and model ids: lower case, digits, '.', '_' and '-' (file stems, partition keys; no path parts)."""
@@ -370,9 +372,12 @@ def rlft_recipe_names(root: Path | None = None) -> list[str]:
 
 
 def _registry_model_ids(root: Path | None) -> set[str]:
+    """The model registry's ids: configs/models.yaml's, and every trained checkpoint's under outputs/checkpoints (the
+    registry lists them too), so a run can start from, or learn from, a checkpoint (RLFT continued from RLFT)."""
     path = (root or project_root()) / "configs" / "models.yaml"
     models = _read_yaml(path).get("models") or {}
-    return set(models) if isinstance(models, dict) else set()
+    configured = set(models) if isinstance(models, dict) else set()
+    return configured | {manifest.model_id for manifest in list_checkpoints(outputs_dir() / "checkpoints")}
 
 
 def _read_recipe(kind: Literal["sft", "rlft"], model: type[Recipe], name: str, root: Path | None) -> Any:
@@ -395,7 +400,10 @@ def load_sft_recipe(name: str, root: Path | None = None, *, check_references: bo
         models = _registry_model_ids(root)
         for field, value in (("base_model", recipe.base_model), ("teacher", recipe.teacher)):
             if value is not None and value not in models:
-                raise ConfigError(f"sft recipe {name!r}: {field} {value!r} is not a model of configs/models.yaml")
+                raise ConfigError(
+                    f"sft recipe {name!r}: {field} {value!r} is not a registry model (configs/models.yaml or a "
+                    "trained checkpoint)"
+                )
     return recipe
 
 
@@ -411,7 +419,7 @@ def load_rlft_recipe(name: str, root: Path | None = None, *, check_references: b
             for field in ("frozen_attacker", "frozen_defender"):
                 value = getattr(recipe.joint, field)
                 if value not in models:
-                    raise ConfigError(f"rlft recipe {name!r}: joint.{field} {value!r} is not a model of models.yaml")
+                    raise ConfigError(f"rlft recipe {name!r}: joint.{field} {value!r} is not a registry model")
     return recipe
 
 
@@ -427,7 +435,7 @@ def init_kind(recipe: RlftRecipe, root: Path | None = None, *, models: set[str] 
     if not (is_sft or is_model):
         raise ConfigError(
             f"rlft recipe {recipe.name!r}: init_from {recipe.init_from!r} is neither an SFT recipe (configs/sft/) "
-            "nor a model of configs/models.yaml"
+            "nor a registry model (configs/models.yaml or a trained checkpoint)"
         )
     return "sft" if is_sft else "model"
 
