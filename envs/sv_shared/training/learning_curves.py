@@ -9,7 +9,7 @@ this module picks those figures out of it, one row per step that logged any of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ def curve_panels(rows: Sequence[Mapping[str, float]]) -> dict[str, dict[str, lis
     }
 
 
-def _spread_figures(names: set[str] | Sequence[str]) -> tuple[str, ...]:
+def _spread_figures(names: Collection[str]) -> tuple[str, ...]:
     """The zero-spread shares to show: grpo_spread's before and after resampling where it ran (TRL's
     frac_reward_zero_std is then the second one again), TRL's own otherwise."""
     spread = tuple(name for name in ("groups/without_spread_first_sample", "groups/without_spread") if name in names)
