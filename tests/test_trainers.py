@@ -362,8 +362,8 @@ def _dev_probe(scores: list[float]):
 
 
 def test_sft_stops_on_dev_reward_and_keeps_the_best_weights(tiny_model: Path, tmp_path: Path) -> None:
-    """Dev reward 0.2, 0.5, 0.4, 0.3 at saves 1-4 with patience 2: the run stops at step 4 and its final model holds
-    step 2's weights, the best (saved in best-dev/), with every measurement in the history."""
+    """Dev reward 0.1 at the start, 0.2, 0.5, 0.4, 0.3 at saves 1-4 with patience 2: the run stops at step 4 and its
+    final model holds step 2's weights, the best (saved in best-dev/), with every measurement in the history."""
     from safetensors.torch import load_file
 
     recipe = SftRecipe.model_validate(SFT | {"max_steps": 8, "early_stopping": {"dev_items": 2, "patience": 2}})
@@ -374,10 +374,10 @@ def test_sft_stops_on_dev_reward_and_keeps_the_best_weights(tiny_model: Path, tm
         base_model_dir=tiny_model,
         examples=_examples(),
         output_dir=tmp_path / "run",
-        dev_probes=[_dev_probe([0.2, 0.5, 0.4, 0.3, 0.9])],
+        dev_probes=[_dev_probe([0.1, 0.2, 0.5, 0.4, 0.3, 0.9])],
     )
     measured = [(entry["step"], entry["dev_reward"]) for entry in result.history if "dev_reward" in entry]
-    assert measured == [(1, 0.2), (2, 0.5), (3, 0.4), (4, 0.3)]
+    assert measured == [(0, 0.1), (1, 0.2), (2, 0.5), (3, 0.4), (4, 0.3)]
     assert result.steps == 4 and result.best_step == 2
     assert json.loads((tmp_path / "run" / "best-dev" / "best.json").read_text())["step"] == 2
     final = load_file(result.model_dir / "model.safetensors")
@@ -385,6 +385,27 @@ def test_sft_stops_on_dev_reward_and_keeps_the_best_weights(tiny_model: Path, tm
     last = load_file(tmp_path / "run" / "checkpoint-4" / "model.safetensors")
     assert all((final[name] == best[name]).all() for name in best)
     assert any(not (final[name] == last[name]).all() for name in last)
+
+
+def test_a_run_no_save_of_which_beats_its_start_ends_on_its_starting_weights(tiny_model: Path, tmp_path: Path) -> None:
+    """The starting model is measured first (step 0) and is the first candidate: dev 0.6 at the start, 0.5 and 0.4
+    at saves 1-2 with patience 2 stop the run at step 2 on the weights it started from (best step 0)."""
+    from safetensors.torch import load_file
+
+    recipe = SftRecipe.model_validate(SFT | {"max_steps": 8, "early_stopping": {"dev_items": 2, "patience": 2}})
+    result = run_sft(
+        recipe,
+        base_model_dir=tiny_model,
+        examples=_examples(),
+        output_dir=tmp_path / "run",
+        dev_probes=[_dev_probe([0.6, 0.5, 0.4, 0.9])],
+    )
+    measured = [(entry["step"], entry["dev_reward"]) for entry in result.history if "dev_reward" in entry]
+    assert measured == [(0, 0.6), (1, 0.5), (2, 0.4)]
+    assert (result.steps, result.best_step) == (2, 0)
+    final = load_file(result.model_dir / "model.safetensors")
+    start = load_file(tiny_model / "model.safetensors")
+    assert all((final[name] == start[name]).all() for name in start)
 
 
 def test_grpo_resamples_then_leaves_out_groups_without_reward_spread_and_counts_them(
@@ -454,7 +475,7 @@ def test_grpo_stops_on_dev_reward_and_keeps_the_best_weights(tiny_model: Path, t
     kwargs = {"base_model_dir": tiny_model, "rows": rows, "reward_funcs": functions, "reward_weights": weights}
     with pytest.raises(ValueError, match="no dev items"):
         run_grpo(recipe, output_dir=tmp_path / "none", **kwargs)
-    result = run_grpo(recipe, output_dir=tmp_path / "run", dev_probes=[_dev_probe([0.4, 0.6, 0.1, 0.9])], **kwargs)
+    result = run_grpo(recipe, output_dir=tmp_path / "run", dev_probes=[_dev_probe([0.1, 0.4, 0.6, 0.1, 0.9])], **kwargs)
     measured = [(entry["step"], entry["dev_reward"]) for entry in result.history if "dev_reward" in entry]
-    assert measured == [(1, 0.4), (2, 0.6), (3, 0.1)]
+    assert measured == [(0, 0.1), (1, 0.4), (2, 0.6), (3, 0.1)]
     assert (result.steps, result.best_step) == (3, 2)

@@ -5,7 +5,8 @@ token budget and prompts), the environment's verifier scores the answers, and th
 dev reward (logged as `dev_reward`, with `dev_reward/<env>` and, where answers are labels,
 `dev_balanced_accuracy/<env>`). Training stops once `patience` checkpoints in a row fail to beat the best by more
 than `min_delta`; the final model is the best one (its weights are kept in `best-dev/` beside the checkpoints, so a
-resumed run still ends on it).
+resumed run still ends on it). The starting weights are measured first (step 0) and are the first candidate: a run
+none of whose saves beats the model it started from ends on that model (best step 0), never on a worse one.
 
 Why the reward and not the dev loss: the loss of a language model on reference answers keeps falling while the
 policy collapses onto the majority label (issue 26: an E1 SFT checkpoint answered "Benign" at 0.9 on 30 of 32 items);
@@ -115,8 +116,9 @@ class DevRewardStopping(TrainerCallback):
         self.best_step: int | None = None
         self.without_gain = 0
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        """A resumed run goes on from its record: the best so far and the saves without gain since it."""
+    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        """A resumed run goes on from its record: the best so far and the saves without gain since it. A fresh run
+        measures its starting weights first: the bar every save must beat, and the model it ends on if none does."""
         record = self.best_dir / BEST_RECORD
         if record.is_file():
             saved = json.loads(record.read_text(encoding="utf-8"))
@@ -124,8 +126,11 @@ class DevRewardStopping(TrainerCallback):
             self.without_gain = sum(
                 1 for entry in state.log_history if "dev_reward" in entry and entry["step"] > self.best_step
             )
+        elif model is not None:
+            self._measure(model, state)
 
-    def on_save(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> Any:
+    def _measure(self, model: Any, state: Any) -> bool:
+        """The dev figures of the model at this step, logged; True when they beat the best (its weights kept)."""
         answer = greedy_answers(model, self.tokenizer)
         figures: dict[str, float] = {}
         for probe in self.probes:
@@ -134,11 +139,15 @@ class DevRewardStopping(TrainerCallback):
         reward = sum(rewards) / len(rewards)
         state.log_history.append({"step": state.global_step, "dev_reward": reward, **figures})
         _log_to_wandb({"dev_reward": reward, **figures}, int(state.global_step))
-        if self.best is None or reward > self.best + self.min_delta:
-            self.best, self.best_step, self.without_gain = reward, int(state.global_step), 0
-            model.save_pretrained(self.best_dir)
-            write_json_atomic(self.best_dir / BEST_RECORD, {"step": self.best_step, "dev_reward": reward, **figures})
-        else:
+        if self.best is not None and reward <= self.best + self.min_delta:
+            return False
+        self.best, self.best_step, self.without_gain = reward, int(state.global_step), 0
+        model.save_pretrained(self.best_dir)
+        write_json_atomic(self.best_dir / BEST_RECORD, {"step": self.best_step, "dev_reward": reward, **figures})
+        return True
+
+    def on_save(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> Any:
+        if not self._measure(model, state):
             self.without_gain += 1
             if self.without_gain >= self.patience:
                 control.should_training_stop = True
