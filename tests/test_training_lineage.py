@@ -164,9 +164,9 @@ def test_sft_dataset_targets_pass_the_verifier_and_hold_no_held_out_item(trained
 def test_checkpoints_record_their_lineage_and_become_models(trained: dict[str, Any]) -> None:
     sft, rlft = trained["sft"], trained["rlft"]
     assert (sft.stage, sft.parent_model, sft.base_model) == ("sft", "tiny", "tiny")
-    # Early stopping measured E1's verifier on 2 dev items at each save and kept the best step's weights.
+    # Early stopping measured E1's verifier on 2 dev items at the start and at each save and kept the best weights.
     measured = [entry for entry in sft.metrics["history"] if "dev_reward" in entry]
-    assert [entry["step"] for entry in measured] == [1, 2] and sft.metrics["best_step"] in (1, 2)
+    assert [entry["step"] for entry in measured] == [0, 1, 2] and sft.metrics["best_step"] in (0, 1, 2)
     assert all("dev_reward/e1" in entry and "dev_balanced_accuracy/e1" in entry for entry in measured)
     assert sft.data["e1/sft_dataset"] == trained["dataset"].provenance["dataset_hash"]
     assert (rlft.stage, rlft.parent_model, rlft.base_model) == ("rlft-single", sft.model_id, "tiny")
