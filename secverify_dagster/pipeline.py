@@ -34,6 +34,7 @@ from sv_shared.registry import get_environment
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 SETUP_WAIT_S = 120.0
+STORAGE_RACE_TRIES = 5
 """How long a process waits for another one setting up the same Dagster home (seconds of work)."""
 
 INTERRUPTED = 130
@@ -58,15 +59,41 @@ def prepare_instance(models: Iterable[str] = ()) -> dg.DagsterInstance:
         if not config.exists():
             write_bytes_atomic(config, (project_root() / "dagster.yaml").read_bytes())
         # Opening the instance creates and migrates its SQLite storages: done by one process at a time.
-        instance = dg.DagsterInstance.get()
+        instance = _open_seeded_instance(list(dict.fromkeys(models)))
         for run_id in fail_abandoned_runs(instance):
             print(f"run {run_id} was left unfinished by a process that has ended: marked failed", flush=True)
-        # The registry seeds the model partitions, as the new-model sensor does in a running deployment.
-        known = set(instance.get_dynamic_partitions(MODELS_PARTITION))
-        new = [model for model in dict.fromkeys(models) if model not in known]
-        if new:
-            instance.add_dynamic_partitions(MODELS_PARTITION, new)
     return instance
+
+
+def _open_seeded_instance(models: Sequence[str]) -> dg.DagsterInstance:
+    """The instance, with `models` in the model partitions (the registry seeds them, as the new-model sensor does in a
+    running deployment). The home's lock orders this machine's processes only: two machines opening one new Postgres
+    database at once race to create its tables and to insert the same partitions, and the loser's "already exists" /
+    duplicate key means the winner made them, so it opens again."""
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(STORAGE_RACE_TRIES - 1):
+        try:
+            return _open_and_seed(models)
+        except (IntegrityError, ProgrammingError) as error:
+            if not _lost_a_creation_race(error):
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return _open_and_seed(models)
+
+
+def _open_and_seed(models: Sequence[str]) -> dg.DagsterInstance:
+    instance = dg.DagsterInstance.get()
+    known = set(instance.get_dynamic_partitions(MODELS_PARTITION))
+    new = [model for model in models if model not in known]
+    if new:
+        instance.add_dynamic_partitions(MODELS_PARTITION, new)
+    return instance
+
+
+def _lost_a_creation_race(error: Exception) -> bool:
+    text = str(error)
+    return "already exists" in text or "duplicate key" in text
 
 
 def _execute(job: dg.JobDefinition, instance: dg.DagsterInstance, **options: Any) -> dg.ExecuteInProcessResult:

@@ -170,15 +170,13 @@ def test_the_project_runs_on_postgres(
 
 _OPEN_INSTANCE = """
 import pathlib, sys, time
-import dagster as dg
 import dagster_postgres
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.pipeline import prepare_instance
 ready, go, model = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
 ready.touch()
 while not go.exists():
     time.sleep(0.005)
-instance = dg.DagsterInstance.get()
-instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct", model])
+instance = prepare_instance(["heuristic", "smollm2-135m-instruct", model])
 print(type(instance.run_storage).__name__)
 """
 
