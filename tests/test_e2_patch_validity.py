@@ -17,6 +17,7 @@ from sv_env_config_verification import hcltext, validity, verify
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.oracle import Oracle
+from sv_env_config_verification.remediation import PatchOutcome
 from sv_env_config_verification.synth import unified_diff
 from sv_shared.answers.rewards import RewardWeights
 
@@ -90,11 +91,11 @@ def pod(oracle: FakeOracle) -> dict[str, Any]:
     return make_item(oracle, "kubernetes", "pod.yaml", POD)
 
 
-def outcome(item: dict[str, Any], new_text: str, oracle: Any) -> verify.PatchOutcome:
+def outcome(item: dict[str, Any], new_text: str, oracle: Any) -> PatchOutcome:
     return verify.evaluate_patch(item, unified_diff(item["content"], new_text, item["filename"]), oracle, penalty=1.0)
 
 
-def refused(result: verify.PatchOutcome, error: str, *in_detail: str) -> bool:
+def refused(result: PatchOutcome, error: str, *in_detail: str) -> bool:
     detail = result.detail or ""
     return (
         result.error == error

@@ -16,7 +16,7 @@ from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.baseline import remediate_kubernetes
 from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.patching import PatchErrorReason
-from sv_env_config_verification.verify import destructive_change
+from sv_env_config_verification.remediation import destructive_change
 from sv_shared.execution.findings import Finding
 
 ROLLOUT = """\
