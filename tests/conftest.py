@@ -15,6 +15,7 @@ from served_model import ServedModel, export_smollm2, serve
 from xdist.remote import Producer
 from xdist.scheduler import LoadScopeScheduling
 
+from secverify_dagster.resources.models.hf_folders import WEIGHTS_CACHE_VARIABLE
 from sv_env_code_vulnerability.exploit_variants import CACHE_VARIABLE
 from sv_env_code_vulnerability.run_cache import RUNS_CACHE_VARIABLE
 from sv_env_config_verification.oracle import Oracle
@@ -144,6 +145,16 @@ def shared_scanner_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: st
     path = _session_root(tmp_path_factory, worker_id) / "scanner-cache" / "scanners.sqlite"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(SCANNER_CACHE_VARIABLE, str(path))
+        yield path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_weights_cache(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Path]:
+    """One local-model weights cache for the session (SECVERIFY_WEIGHTS_CACHE), both workers and every Dagster run
+    process included: the GGUF is dequantized once (≈ 14 s), every later load reads the same tensors (≈ 1.5 s)."""
+    path = _session_root(tmp_path_factory, worker_id) / "weights"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(WEIGHTS_CACHE_VARIABLE, str(path))
         yield path
 
 
