@@ -124,13 +124,14 @@ def prepare_data(root: Path) -> Path:
 
 
 def _seeded(instance: Any, root: Path, datasets: Path, models: list[str] | None) -> None:
-    """Model partitions seeded (default: the whole registry, as `secverify run` and the new-model sensor do; the
-    sweep asks only for partitions' models), data in place."""
-    from secverify_dagster.partitions import MODELS_PARTITION
+    """Model sets seeded (default: the whole registry's runnable pairs, as `secverify run` and the new-model sensor
+    do; the sweep asks only for each environment's partitions), data in place."""
+    from secverify_dagster.partitions import add_model_partitions, registry_pairs
     from secverify_dagster.resources.models import load_registry
 
     shutil.copytree(datasets, root / "outputs" / "datasets")
-    instance.add_dynamic_partitions(MODELS_PARTITION, models or list(load_registry()))
+    registry = load_registry()
+    add_model_partitions(instance, registry_pairs({model: registry[model] for model in models or registry}))
 
 
 def eval_work_s(evals_root: Path) -> dict[tuple[str, str], float]:
@@ -202,7 +203,7 @@ def sweep_launched(root: Path, datasets: Path, models: list[str] | None, max_con
                 {
                     "model": model,
                     "provider": record.dagster_run.tags.get("secverify/provider"),
-                    "envs": len(record.dagster_run.asset_selection or ()),
+                    "envs": ",".join(key.path[0] for key in record.dagster_run.asset_selection or ()),
                     "status": record.dagster_run.status.value,
                     # Serial runs: from the tick's end or the previous run's end (the queue, the run process and
                     # its code load); runs side by side have no such gap.
@@ -229,7 +230,7 @@ def sweep_in_process(root: Path, datasets: Path, models: list[str] | None) -> di
 
     with temporary_instance(root, max_concurrent_runs=1) as instance:
         _seeded(instance, root, datasets, models)
-        eval_job = defs.resolve_job_def("eval_job")
+        eval_job = defs.resolve_implicit_global_asset_job_def()
         started = time.perf_counter()
         resources = {"models": ModelRegistryResource(), "vllm": VllmResource()}
         with dg.build_schedule_context(
@@ -255,7 +256,7 @@ def sweep_in_process(root: Path, datasets: Path, models: list[str] | None) -> di
         {
             "model": request.partition_key,
             "provider": request.tags.get("secverify/provider"),
-            "envs": len(request.asset_selection or ()),
+            "envs": ",".join(key.path[0] for key in request.asset_selection or ()),
             "status": "SUCCESS" if success else "FAILURE",
             "before_start_s": 0.0,
             "run_s": round(seconds, 2),
@@ -295,12 +296,12 @@ def _print_sweep(name: str, figures: dict[str, Any]) -> None:
         f"{figures['orchestration_s']:.1f} s ({100 * figures['orchestration_share']:.1f} %) · tick "
         f"{figures['tick_s']:.2f} s"
     )
-    header = f"  {'model':<24} {'provider':<20} {'envs':>4} {'wait s':>7} {'run s':>8} {'eval s':>8} {'in-run s':>8}"
+    header = f"  {'model':<24} {'provider':<20} {'envs':>11} {'wait s':>7} {'run s':>8} {'eval s':>8} {'in-run s':>8}"
     print(header + "  status   (wait: queue, run process start and code load; in-run: run minus eval work)")
     for row in figures["runs"]:
         in_run = row["run_s"] - row["eval_work_s"]
         print(
-            f"  {row['model']:<24} {row['provider'] or '-':<20} {row['envs']:>4} {_seconds(row['before_start_s']):>7} "
+            f"  {row['model']:<24} {row['provider'] or '-':<20} {row['envs']:>11} {_seconds(row['before_start_s']):>7} "
             f"{row['run_s']:>8.1f} {row['eval_work_s']:>8.1f} {in_run:>8.1f}  {row['status']}"
         )
 

@@ -137,7 +137,8 @@ def main() -> int:
     from secverify_dagster.assets.evals import eval_run_config
     from secverify_dagster.assets.keys import eval_key
     from secverify_dagster.definitions import defs
-    from secverify_dagster.partitions import MODELS_PARTITION
+    from secverify_dagster.jobs import EVAL_JOB
+    from secverify_dagster.partitions import models_partition_name
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -152,7 +153,7 @@ def main() -> int:
     )
     try:
         instance = dg.DagsterInstance.get()
-        instance.add_dynamic_partitions(MODELS_PARTITION, [args.model])
+        instance.add_dynamic_partitions(models_partition_name("e1"), [args.model])
         started = time.monotonic()
         defs.resolve_job_def("e1_data_job").execute_in_process(instance=instance)
         print(f"E1 data lineage built in {time.monotonic() - started:.1f} s", flush=True)
@@ -161,7 +162,7 @@ def main() -> int:
             "selector": {
                 "repositoryLocationName": _graphql(url, LOCATIONS)["workspaceOrError"]["locationEntries"][0]["name"],
                 "repositoryName": "__repository__",
-                "pipelineName": "eval_job",
+                "pipelineName": EVAL_JOB,
                 "assetSelection": [{"path": eval_key("e1").path}],
             },
             "runConfigData": eval_run_config("e1", {"n": args.n}),

@@ -21,7 +21,7 @@ from secverify_dagster.assets.reports import WEEKLY_MEMO, build_report_asset, we
 from secverify_dagster.assets.review_checks import build_review_check
 from secverify_dagster.assets.synthetic_batches import build_synthetic_batch_assets
 from secverify_dagster.assets.training import approve_checkpoint_job, training_definitions
-from secverify_dagster.jobs import data_job, eval_job, report_job, tournament_job
+from secverify_dagster.jobs import data_job, report_job, tournament_job
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.training import GpuResource, TrackingResource
 from secverify_dagster.resources.vllm import VllmResource
@@ -87,7 +87,6 @@ def build_definitions(executor: dg.ExecutorDefinition = dg.in_process_executor) 
         ],
         jobs=[
             *(data_job(env.env_id, _default_sources(env)) for env in ENVIRONMENTS),
-            eval_job,
             *(report_job(env.env_id) for env in ENVIRONMENTS),
             all_reports_job,
             tournament_job,

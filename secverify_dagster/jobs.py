@@ -1,9 +1,10 @@
-"""Jobs: each environment's data lineage, the eval job over every environment's evals, the tournament and the report
-jobs. Eval runs and tournament runs carry their model's provider tags (concurrency.py), which dagster.yaml limits."""
+"""Jobs: each environment's data lineage, the tournament and the report jobs; eval runs are requested of Dagster's
+asset job (EVAL_JOB). Eval runs and tournament runs carry their model's provider tags (concurrency.py), which
+dagster.yaml limits."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -20,9 +21,10 @@ from secverify_dagster.assets.keys import (
     synthetic_key,
 )
 from secverify_dagster.concurrency import PROVIDER_TAG, provider_tags
-from secverify_dagster.partitions import models_partitions
 from secverify_dagster.resources.models import ModelSpec
-from sv_shared.registry import implemented_env_ids
+
+ENV_TAG = "secverify/env"
+"""The environment an eval run evaluates on (its model is the run's partition)."""
 
 
 def data_job(env_id: str, sources: list[str]) -> dg.UnresolvedAssetJobDefinition:
@@ -35,35 +37,29 @@ def data_job(env_id: str, sources: list[str]) -> dg.UnresolvedAssetJobDefinition
     )
 
 
-eval_job = dg.define_asset_job(
-    "eval_job",
-    selection=dg.AssetSelection.assets(*(eval_key(env_id) for env_id in implemented_env_ids())),
-    partitions_def=models_partitions,
-    # One process per run: a model's environments run one after another in the process that loaded it (the local
-    # model once per run, not once per step); parallelism is the model client's requests and the run queue's runs.
-    executor_def=dg.in_process_executor,
-    description="Models (partitions) on environments (each one's eval_results asset): select environments' assets "
-    "to run one model there, or backfill partitions to sweep models × environments.",
-)
+EVAL_JOB = "__ASSET_JOB"
+"""The job eval runs are launched in: Dagster's asset job, the one job that holds assets of different partition sets
+(each environment's eval asset has its own, partitions.py). A run of it is one environment × one model, as the UI's
+*Materialize* of one partition is; its steps share the run's process (definitions.py's executor). The name is
+Dagster's (IMPLICIT_ASSET_JOB_NAME), written out so the docs can read it from the source."""
 
 
 def eval_run_request(
     spec: ModelSpec,
-    env_ids: Sequence[str],
+    env_id: str,
     *,
     run_key: str,
     tags: Mapping[str, str],
     config: Mapping[str, Any] | None = None,
 ) -> dg.RunRequest:
-    """One model on some environments, as one run of eval_job on the model's partition (selecting only those
-    environments' evals), tagged with the model's provider so the run queue applies its limit."""
-    ops = {op: settings for env_id in env_ids for op, settings in eval_run_config(env_id, config or {})["ops"].items()}
+    """One model on one environment: a run of the asset job on the model's partition of that environment's eval
+    asset, tagged with the model's provider so the run queue applies its limit, and with the pair for the run list."""
     return dg.RunRequest(
         run_key=run_key,
         partition_key=spec.id,
-        asset_selection=[eval_key(env_id) for env_id in env_ids],
-        run_config={"ops": ops} if config else {},
-        tags={**dict(tags), **provider_tags(spec)},
+        asset_selection=[eval_key(env_id)],
+        run_config=eval_run_config(env_id, config or {}) if config else {},
+        tags={**dict(tags), **provider_tags(spec), ENV_TAG: env_id},
     )
 
 

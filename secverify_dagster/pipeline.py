@@ -24,7 +24,7 @@ import dagster as dg
 from secverify_dagster.assets.evals import eval_run_config
 from secverify_dagster.assets.keys import eval_key, report_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.partitions import add_model_partitions, registry_pairs
 from secverify_dagster.resources.models import load_registry, reachability
 from secverify_dagster.run_processes import fail_abandoned_runs, process_tags, was_interrupted
 from sv_shared.config import outputs_dir, project_root
@@ -50,8 +50,9 @@ def dagster_home() -> Path:
     return Path(os.environ.setdefault("DAGSTER_HOME", str(outputs_dir() / "dagster_home")))
 
 
-def prepare_instance(models: Iterable[str] = ()) -> dg.DagsterInstance:
-    """The persistent instance, its home made ready first, with `models` added to the model partitions."""
+def prepare_instance(pairs: Iterable[tuple[str, str]] = ()) -> dg.DagsterInstance:
+    """The persistent instance, its home made ready first, with each (environment, model) pair's model added to that
+    environment's model set (partitions.py)."""
     home = dagster_home()
     home.mkdir(parents=True, exist_ok=True)
     with exclusive(home / ".secverify-setup.lock", wait_s=SETUP_WAIT_S, what=f"Dagster home {home}"):
@@ -59,35 +60,32 @@ def prepare_instance(models: Iterable[str] = ()) -> dg.DagsterInstance:
         if not config.exists():
             write_bytes_atomic(config, (project_root() / "dagster.yaml").read_bytes())
         # Opening the instance creates and migrates its SQLite storages: done by one process at a time.
-        instance = _open_seeded_instance(list(dict.fromkeys(models)))
+        instance = _open_seeded_instance(list(dict.fromkeys(pairs)))
         for run_id in fail_abandoned_runs(instance):
             print(f"run {run_id} was left unfinished by a process that has ended: marked failed", flush=True)
     return instance
 
 
-def _open_seeded_instance(models: Sequence[str]) -> dg.DagsterInstance:
-    """The instance, with `models` in the model partitions (the registry seeds them, as the new-model sensor does in a
-    running deployment). The home's lock orders this machine's processes only: two machines opening one new Postgres
-    database at once race to create its tables and to insert the same partitions, and the loser's "already exists" /
-    duplicate key means the winner made them, so it opens again."""
+def _open_seeded_instance(pairs: Sequence[tuple[str, str]]) -> dg.DagsterInstance:
+    """The instance, with `pairs` in the model sets (the registry's runnable pairs seed them, as the new-model sensor
+    does in a running deployment). The home's lock orders this machine's processes only: two machines opening one new
+    Postgres database at once race to create its tables and to insert the same partitions, and the loser's "already
+    exists" / duplicate key means the winner made them, so it opens again."""
     from sqlalchemy.exc import IntegrityError, ProgrammingError
 
     for attempt in range(STORAGE_RACE_TRIES - 1):
         try:
-            return _open_and_seed(models)
+            return _open_and_seed(pairs)
         except (IntegrityError, ProgrammingError) as error:
             if not _lost_a_creation_race(error):
                 raise
             time.sleep(0.2 * (attempt + 1))
-    return _open_and_seed(models)
+    return _open_and_seed(pairs)
 
 
-def _open_and_seed(models: Sequence[str]) -> dg.DagsterInstance:
+def _open_and_seed(pairs: Sequence[tuple[str, str]]) -> dg.DagsterInstance:
     instance = dg.DagsterInstance.get()
-    known = set(instance.get_dynamic_partitions(MODELS_PARTITION))
-    new = [model for model in models if model not in known]
-    if new:
-        instance.add_dynamic_partitions(MODELS_PARTITION, new)
+    add_model_partitions(instance, pairs)
     return instance
 
 
@@ -129,7 +127,7 @@ def _run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
     if unknown:
         print(f"unknown model ids: {', '.join(unknown)} (see `secverify models`)")
         return 2
-    instance = prepare_instance(registry)
+    instance = prepare_instance(registry_pairs(registry))
 
     total = 2 + len(models)
     started = _step(1, total, f"{env.name}: raw corpora → curated splits → synthetic set (+ checks)")
@@ -138,7 +136,7 @@ def _run_main_job(*, env_id: str, models: Sequence[str], n: int | None) -> int:
     if not data.success:
         return 1
 
-    eval_job = defs.resolve_job_def("eval_job")
+    eval_job = defs.resolve_implicit_global_asset_job_def()
     failures = 0
     for index, model_id in enumerate(models, start=2):
         status = reachability(registry[model_id], env_id, available_baselines=env.baselines.keys())

@@ -33,7 +33,8 @@ from secverify_dagster.assets.keys import checkpoint_key, curated_key, eval_key,
 from secverify_dagster.audit.auditor import Auditor
 from secverify_dagster.audit.events import DagsterRecords
 from secverify_dagster.cli.main import main as secverify
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.jobs import EVAL_JOB
+from secverify_dagster.partitions import add_model_partitions
 from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.runner.datasets import embedded_dataset
@@ -124,8 +125,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         instance = dg.DagsterInstance.from_config(str(home))
         defs = definitions.defs
         assert defs.resolve_job_def("e1_data_job").execute_in_process(instance=instance, run_config=QUIET).success
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])
-        evals = defs.resolve_job_def("eval_job").execute_in_process(
+        add_model_partitions(instance, [("e1", "heuristic")])
+        evals = defs.resolve_implicit_global_asset_job_def().execute_in_process(
             instance=instance, partition_key="heuristic", asset_selection=[eval_key("e1")], run_config=QUIET
         )
         run_dir = Path(evals.get_asset_materialization_events()[0].materialization.metadata["run_dir"].value)
@@ -162,7 +163,7 @@ def test_a_run_materialized_by_dagster_has_a_complete_chain(project, capsys) -> 
     assert links(chain, "curated manifest")[0]["facts"]["fallback"] is False
     assert links(chain, "verifier")[0]["name"] == get_environment("e1").verifier.version
     runs = {link["name"]: link["facts"] for link in links(chain, "dagster run")}
-    assert runs["e1/eval_results[heuristic]"]["job"] == "eval_job"
+    assert runs["e1/eval_results[heuristic]"]["job"] == EVAL_JOB
     assert runs["e1/eval_results[heuristic]"]["partition"] == "heuristic"
     assert runs["e1/curated_splits test"]["job"] == "e1_data_job"
     assert runs["e1/raw_embedded"]["status"] == "SUCCESS"
@@ -378,7 +379,7 @@ def test_a_view_run_is_audited_through_the_split_it_views(project, capsys) -> No
     (split,) = links(audit["chain"], "curated split")
     assert split["status"] == "present"
     runs = {link["name"]: link["facts"] for link in links(audit["chain"], "dagster run")}
-    assert runs["e1/eval_results[heuristic]"]["job"] == "eval_job"
+    assert runs["e1/eval_results[heuristic]"]["job"] == EVAL_JOB
 
 
 def test_a_run_shows_its_experiment_and_a_rescored_run_follows_its_parent(project, capsys) -> None:

@@ -31,7 +31,13 @@ from secverify_dagster.assets.keys import (
 )
 from secverify_dagster.concurrency import PROVIDER_TAG, provider_tags
 from secverify_dagster.definitions import RECIPES, defs
-from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION, MODELS_PARTITION
+from secverify_dagster.jobs import ENV_TAG, EVAL_JOB
+from secverify_dagster.partitions import (
+    AWAITING_APPROVAL_PARTITION,
+    add_model_partitions,
+    models_partition_name,
+    registry_pairs,
+)
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import ModelSpec, default_registry_path, load_registry, reachability
 from secverify_dagster.resources.vllm import VllmResource
@@ -70,14 +76,15 @@ def test_definitions_load_and_validate() -> None:
         node = GRAPH.get(eval_key(env_id))
         assert node.parent_keys == {curated_key(env_id)}
         assert node.group_name == env_id
-        assert node.partitions_def == dg.DynamicPartitionsDefinition(name=MODELS_PARTITION)
+        # Each environment's own model set: its grid lists only the models that can run there.
+        assert node.partitions_def == dg.DynamicPartitionsDefinition(name=f"{env_id}_models")
     checks = {key.name for key in GRAPH.asset_check_keys}
     assert {"schema", "label_balance", "no_duplicates"} <= checks
-    for job in ("e1_data_job", "eval_job", "e1_report_job", "reports_job"):
+    for job in ("e1_data_job", EVAL_JOB, "e1_report_job", "reports_job"):
         assert defs.resolve_job_def(job) is not None
-    assert set(defs.resolve_job_def("eval_job").asset_layer.executable_asset_keys) == {
-        eval_key(env_id) for env_id in implemented_env_ids()
-    }
+    assert {eval_key(env_id) for env_id in implemented_env_ids()} <= set(
+        defs.resolve_job_def(EVAL_JOB).asset_layer.executable_asset_keys
+    )
 
 
 def _checkpoints_reading(env_id: str) -> set[dg.AssetKey]:
@@ -181,7 +188,8 @@ def _stale_status(instance: dg.DagsterInstance) -> CachingStaleStatusResolver:
 def test_recurating_e1_leaves_e4_evals_and_report_fresh() -> None:
     models = ["heuristic", "phish-rules"]
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, models)
+        for env_id in ("e1", "e4"):
+            instance.add_dynamic_partitions(models_partition_name(env_id), models)
 
         def materialized(key: dg.AssetKey, partition: str | None = None) -> None:
             instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=partition))
@@ -237,8 +245,9 @@ def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provid
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     registry = load_registry()
     with dg.instance_for_test() as instance:
-        # What `secverify run` does on a fresh instance: every model a partition. It must not steal the backfill.
-        instance.add_dynamic_partitions(MODELS_PARTITION, sorted(registry))
+        # What `secverify run` does on a fresh instance: every runnable pair a partition. It must not steal the
+        # backfill.
+        add_model_partitions(instance, registry_pairs(registry))
         first = _sensor_tick(instance, None)
         pairs = _backfilled(first, registry)
         expected = {
@@ -263,6 +272,12 @@ def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provid
         keyed = _sensor_tick(instance, again.cursor)
         assert {model for _, model in _backfilled(keyed, registry)} >= {"gpt-5"}
         assert "gpt-5" in json.loads(keyed.cursor)
+        # ... and it joins every environment's model set then, not before (its grid cells appear with its key).
+        assert {
+            request.partitions_def_name
+            for request in keyed.dynamic_partitions_requests
+            if "gpt-5" in request.partition_keys
+        } == {models_partition_name(env_id) for env_id in implemented_env_ids()}
         monkeypatch.delenv("OPENAI_API_KEY")
 
         # A model added to the registry is backfilled on its own; one removed is retired, not asked for again.
@@ -275,8 +290,10 @@ def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provid
         assert {model for _, model in _backfilled(third, load_registry(changed))} == {"smollm2-copy"}
         (request,) = third.run_requests
         assert request.tags[PROVIDER_TAG] == "local_transformers"
-        (added,) = third.dynamic_partitions_requests
-        assert added.partition_keys == ["smollm2-copy"]
+        assert {
+            (request.partitions_def_name, tuple(request.partition_keys))
+            for request in third.dynamic_partitions_requests
+        } == {(models_partition_name(env_id), ("smollm2-copy",)) for env_id in implemented_env_ids()}
         assert "heuristic" not in json.loads(third.cursor)
 
 
@@ -316,12 +333,15 @@ def _pairs(requests: list[dg.RunRequest]) -> set[tuple[str, str]]:
     return {(key.path[0], request.partition_key) for request in requests for key in request.asset_selection or []}
 
 
-def test_weekly_sweep_requests_one_n_10_run_per_model_that_can_answer() -> None:
+def test_weekly_sweep_requests_one_n_10_run_per_pair_that_can_answer() -> None:
     with dg.instance_for_test() as instance:
-        # tool-oracle is E2's baseline (not E1's); gpt-5 has no key here; old-model left the registry.
-        instance.add_dynamic_partitions(
-            MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct", "tool-oracle", "gpt-5", "old-model"]
-        )
+        # Sets that hold more than can run (added by hand, or before a key was unset): tool-oracle is E2's baseline
+        # (not E1's); gpt-5 has no key here; old-model left the registry.
+        for env_id in ("e1", "e2", "e3", "e4"):
+            instance.add_dynamic_partitions(
+                models_partition_name(env_id),
+                ["heuristic", "smollm2-135m-instruct", "tool-oracle", "gpt-5", "old-model"],
+            )
         monday = datetime(2026, 11, 23, 6, tzinfo=UTC)
         requests = _tick(weekly_sweep, instance, monday)
         weekly = set(implemented_env_ids()) & {"e1", "e2", "e3", "e4"}
@@ -329,13 +349,15 @@ def test_weekly_sweep_requests_one_n_10_run_per_model_that_can_answer() -> None:
             ("e1", "heuristic"),
             ("e2", "tool-oracle"),
         }
-        # One run per model over its environments (the local model loads once), tagged with its provider.
-        assert sorted(r.partition_key for r in requests) == ["heuristic", "smollm2-135m-instruct", "tool-oracle"]
+        # One run per pair (an eval asset's own model set), tagged with its model's provider and its environment.
+        assert len(requests) == len(_pairs(requests)) and all(len(r.asset_selection or []) == 1 for r in requests)
         assert {r.partition_key: r.tags[PROVIDER_TAG] for r in requests} == {
             "heuristic": "baseline",
             "smollm2-135m-instruct": "local_transformers",
             "tool-oracle": "baseline",
         }
+        assert all(r.tags[ENV_TAG] == (r.asset_selection or [])[0].path[0] for r in requests)
+        assert len({r.run_key for r in requests}) == len(requests)
         assert all(r.tags["secverify/cadence"] == "weekly" for r in requests)
         # N=10 on the full split only: the weekly trend does not pay for E1's ablated views, and says so.
         assert all(
@@ -344,7 +366,7 @@ def test_weekly_sweep_requests_one_n_10_run_per_model_that_can_answer() -> None:
             for key in r.asset_selection or []
         )
         assert {r.tags["secverify/views"] for r in requests} == {"none"}
-        eval_job = defs.resolve_job_def("eval_job")
+        eval_job = defs.resolve_job_def(EVAL_JOB)
         for request in requests:  # what the daemon launches: the job narrowed to the request's assets, its config
             dg.validate_run_config(
                 eval_job.get_subset(asset_selection=set(request.asset_selection or [])), request.run_config
@@ -353,7 +375,14 @@ def test_weekly_sweep_requests_one_n_10_run_per_model_that_can_answer() -> None:
 
 def test_nightly_regression_watches_only_unmodified_open_models() -> None:
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct", "gpt-5"])
+        add_model_partitions(
+            instance,
+            [
+                (env_id, model)
+                for env_id in ("e1", "e2", "e3", "e4")
+                for model in ("heuristic", "smollm2-135m-instruct", "gpt-5")
+            ],
+        )
         requests = _tick(nightly_regression, instance, datetime(2026, 11, 24, 3, tzinfo=UTC))
         assert {r.partition_key for r in requests} == {"smollm2-135m-instruct"}
         assert {r.tags["secverify/cadence"] for r in requests} == {"nightly"}
@@ -388,7 +417,9 @@ def test_every_cadence_over_two_years_and_across_year_ends() -> None:
         "biweekly_benchmark_sheet",
     }
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic", "smollm2-135m-instruct"])
+        add_model_partitions(
+            instance, [("e1", "heuristic")] + [(env_id, "smollm2-135m-instruct") for env_id in implemented_env_ids()]
+        )
         ran: dict[str, list[datetime]] = {}
         for name in (
             "weekly_sweep",

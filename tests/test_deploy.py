@@ -40,8 +40,7 @@ from postgres_server import PostgresServer, running_postgres
 
 from secverify_dagster.assets.keys import checkpoint_key, curated_key, eval_key
 from secverify_dagster.definitions import RECIPES, defs
-from secverify_dagster.jobs import eval_job
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.partitions import models_partition_name, registry_pairs
 from secverify_dagster.resources.models import load_registry, reachability
 from sv_shared.training.recipes import SftRecipe
 
@@ -151,12 +150,10 @@ def test_the_project_runs_on_postgres(
     assert checks and {status for (status,) in checks} == {"SUCCEEDED"}
     ticks = {(kind, status) for kind, status in rows("SELECT type, status FROM job_ticks")}
     assert {("SENSOR", "SUCCESS"), ("SCHEDULE", "SUCCESS")} <= ticks, ticks
-    # The sensor's tick added every registry model as a partition and asked for its backfills.
-    partitions = {
-        key
-        for (key,) in rows("SELECT partition FROM dynamic_partitions WHERE partitions_def_name = %s", MODELS_PARTITION)
-    }
-    assert set(load_registry()) <= partitions
+    # The sensor's tick added each runnable pair's model to its environment's set and asked for its backfills.
+    partitions = set(rows("SELECT partitions_def_name, partition FROM dynamic_partitions"))
+    assert {(models_partition_name(env_id), model) for env_id, model in registry_pairs(load_registry())} <= partitions
+    assert (models_partition_name("e2"), "heuristic") not in partitions  # E1's baseline is on E1's grid only
     backfills = rows("SELECT key FROM bulk_actions")
     tagged = rows(
         "SELECT backfill_id FROM backfill_tags WHERE key = %s AND value = %s", "secverify/trigger", "new-model"
@@ -176,7 +173,7 @@ ready, go, model = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.arg
 ready.touch()
 while not go.exists():
     time.sleep(0.005)
-instance = prepare_instance(["heuristic", "smollm2-135m-instruct", model])
+instance = prepare_instance([("e1", "heuristic"), ("e1", "smollm2-135m-instruct"), ("e4", model)])
 print(type(instance.run_storage).__name__)
 """
 
@@ -212,8 +209,15 @@ def test_two_processes_opening_a_new_postgres_instance_at_once_both_succeed(
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err[-3000:]
         assert out.strip() == "PostgresRunStorage"
-    partitions = _rows(postgres, database, "SELECT partition FROM dynamic_partitions ORDER BY partition")
-    assert [key for (key,) in partitions] == ["heuristic", "model-0", "model-1", "smollm2-135m-instruct"]
+    partitions = _rows(
+        postgres, database, "SELECT partitions_def_name, partition FROM dynamic_partitions ORDER BY 1, 2"
+    )
+    assert [tuple(row) for row in partitions] == [
+        ("e1_models", "heuristic"),
+        ("e1_models", "smollm2-135m-instruct"),
+        ("e4_models", "model-0"),
+        ("e4_models", "model-1"),
+    ]
     assert len(_rows(postgres, database, "SELECT version_num FROM alembic_version")) == 1
 
 
@@ -437,10 +441,9 @@ def test_k8s_code_location_runs_each_step_in_its_own_pod_where_the_project_runs_
     assert location.resolve_asset_graph().get_all_asset_keys() == defs.resolve_asset_graph().get_all_asset_keys()
     # Locally every job (backfills' implicit asset job included) runs its steps in the run's process.
     assert {job.executor_def.name for job in defs.resolve_all_job_defs()} == {dg.in_process_executor.name}
-    chosen = {eval_job.name: eval_job.executor_def.name}
     for job in defs.resolve_all_job_defs():
-        # A job that chose its executor keeps it; the others (training materialized from the UI included) go k8s.
-        assert location.resolve_job_def(job.name).executor_def.name == chosen.get(job.name, "k8s")
+        # Every job (evals and training materialized from the UI included) runs its steps in pods.
+        assert location.resolve_job_def(job.name).executor_def.name == "k8s"
     assert location.resolve_implicit_global_asset_job_def().executor_def.name == "k8s"
     (user_code,) = _pod_spec("Deployment", "secverify-user-code")["containers"]
     assert "deploy/k8s/code_location.py" in user_code["args"]

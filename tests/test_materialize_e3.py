@@ -7,7 +7,7 @@ import pytest
 
 from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.partitions import add_model_partitions
 
 
 def test_e3_lineage_eval_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -18,8 +18,8 @@ def test_e3_lineage_eval_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         checks = [(e.asset_key.to_user_string(), e.check_name, e.passed) for e in data.get_asset_check_evaluations()]
         assert len(checks) == 6 and all(passed for _, _, passed in checks), checks
 
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["scanner-fix"])
-        result = defs.resolve_job_def("eval_job").execute_in_process(
+        add_model_partitions(instance, [("e3", "scanner-fix")])
+        result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
             instance=instance, partition_key="scanner-fix", asset_selection=[eval_key("e3")]
         )
         assert result.success

@@ -8,7 +8,7 @@ import pytest
 
 from secverify_dagster.assets.keys import eval_key, synthetic_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.partitions import add_model_partitions
 
 
 def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,8 +20,8 @@ def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, mo
             checks = [(e.check_name, e.passed) for e in data.get_asset_check_evaluations()]
             assert checks and all(passed for _, passed in checks), checks
 
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["template-attacker", "policy-defender"])
-        attack = defs.resolve_job_def("eval_job").execute_in_process(
+        add_model_partitions(instance, [("e5", "template-attacker"), ("e6", "policy-defender")])
+        attack = defs.resolve_implicit_global_asset_job_def().execute_in_process(
             instance=instance,
             partition_key="template-attacker",
             asset_selection=[eval_key("e5")],
@@ -34,7 +34,7 @@ def test_red_team_lineage_evals_judges_tournament_and_reports(tmp_path: Path, mo
         meta = event.materialization.metadata
         assert meta["asr"].value > 0.5 and "asr_corrected" in meta and "attack_success.judge_sensitivity" in meta
 
-        defense = defs.resolve_job_def("eval_job").execute_in_process(
+        defense = defs.resolve_implicit_global_asset_job_def().execute_in_process(
             instance=instance,
             partition_key="policy-defender",
             asset_selection=[eval_key("e6")],

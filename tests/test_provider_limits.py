@@ -25,8 +25,8 @@ from dagster._scheduler.scheduler import launch_scheduled_runs
 from secverify_dagster.assets.keys import TOURNAMENT, checkpoint_key
 from secverify_dagster.concurrency import GPU_POOL, LOCAL_MODEL_POOL, PROVIDER_TAG, SERVED_MODEL_TAG
 from secverify_dagster.definitions import RECIPES, defs
-from secverify_dagster.partitions import MODELS_PARTITION
-from secverify_dagster.resources.models import PROVIDERS
+from secverify_dagster.partitions import add_model_partitions, registry_pairs
+from secverify_dagster.resources.models import PROVIDERS, load_registry
 from sv_shared.config import project_root
 from sv_shared.training.recipes import SftRecipe
 
@@ -53,7 +53,8 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Works
         working_directory=str(project_root()),
     )
     with dg.instance_for_test(overrides=_project_instance_config()) as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, MODELS)
+        registry = load_registry()
+        add_model_partitions(instance, registry_pairs({model: registry[model] for model in MODELS}))
         target = InProcessTestWorkspaceLoadTarget(InProcessCodeLocationOrigin(origin))
         with create_test_daemon_workspace_context(target, instance) as context:
             yield context
@@ -90,8 +91,9 @@ def test_the_run_queue_launches_one_local_model_run_at_a_time_beside_api_runs(
     _schedule_monday_sweeps(workspace)
     queued = _runs(instance, [DagsterRunStatus.QUEUED])
     by_provider = sorted(run.tags[PROVIDER_TAG] for run in queued)
-    # Nightly and weekly both ask for the local model; the weekly sweep for both OpenAI models and the E1 baseline.
-    assert by_provider == ["baseline", "local_transformers", "local_transformers", "openai", "openai"]
+    # One run per (environment, model): nightly and weekly both ask for the local model on E1–E4; the weekly sweep
+    # for both OpenAI models on E1–E4 and for the E1 baseline on E1 alone.
+    assert by_provider == ["baseline"] + ["local_transformers"] * 8 + ["openai"] * 8
 
     daemon = QueuedRunCoordinatorDaemon(interval_seconds=1)
     seen: list[list[str]] = []
@@ -111,7 +113,8 @@ def test_the_run_queue_launches_one_local_model_run_at_a_time_beside_api_runs(
         _finish(instance, next((run for run in active if run.tags[PROVIDER_TAG] != "local_transformers"), active[0]))
     assert ["local_transformers", "openai"] in seen  # an API run goes on beside the local one
     assert blocked_by_tag
-    assert not _runs(instance, [DagsterRunStatus.QUEUED]) and len(_runs(instance, [DagsterRunStatus.SUCCESS])) == 5
+    assert not _runs(instance, [DagsterRunStatus.QUEUED])
+    assert len(_runs(instance, [DagsterRunStatus.SUCCESS])) == len(queued)
 
 
 def test_every_api_provider_and_served_model_has_its_own_run_limit() -> None:

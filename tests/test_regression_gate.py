@@ -16,7 +16,7 @@ from secverify_dagster.assets.keys import eval_key, report_key
 from secverify_dagster.assets.regression_checks import CHECK_NAME
 from secverify_dagster.cli.check import NOTHING_TO_CHECK, REGRESSED, register
 from secverify_dagster.jobs import eval_run_request
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.partitions import add_model_partitions
 from secverify_dagster.reports.regression_gate import (
     CORE_METRIC,
     MIN_PAIRED_ITEMS,
@@ -370,7 +370,7 @@ def test_the_blocking_check_runs_with_the_eval_and_stops_the_report(
     check_key = dg.AssetCheckKey(eval_key("e1"), CHECK_NAME)
 
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])
+        add_model_partitions(instance, [("e1", "heuristic")])
         first = gated.resolve_job_def("eval_and_report").execute_in_process(
             instance=instance, partition_key="heuristic"
         )
@@ -402,11 +402,11 @@ def test_the_blocking_check_runs_with_the_eval_and_stops_the_report(
         current.results_path.unlink()
         current.append_results(lowered)
 
-        # As a schedule launches it: eval_job, the model's partition, only the eval asset selected.
+        # As a schedule launches it: the asset job, the model's partition, only the eval asset selected.
         heuristic = load_registry()["heuristic"]
-        request = eval_run_request(heuristic, ["e1"], run_key="weekly", tags={"secverify/cadence": "weekly"})
+        request = eval_run_request(heuristic, "e1", run_key="weekly", tags={"secverify/cadence": "weekly"})
         assert request.asset_check_keys is None  # so the run takes every check of the selected asset
-        scheduled = gated.resolve_job_def("eval_job").execute_in_process(
+        scheduled = gated.resolve_implicit_global_asset_job_def().execute_in_process(
             instance=instance,
             partition_key=request.partition_key,
             asset_selection=request.asset_selection,

@@ -522,12 +522,12 @@ def test_report_schedules_ask_for_each_cadences_period_after_its_runs() -> None:
 
 
 def test_the_weekly_slice_is_what_the_weekly_sweep_asks_for() -> None:
-    from secverify_dagster.partitions import MODELS_PARTITION
+    from secverify_dagster.partitions import add_model_partitions
     from secverify_dagster.resources.vllm import VllmResource
     from secverify_dagster.schedules.sweeps import weekly_sweep
 
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["heuristic"])
+        add_model_partitions(instance, [("e1", "heuristic")])
         with dg.build_schedule_context(
             instance=instance,
             scheduled_execution_time=datetime(2026, 11, 23, 6, tzinfo=UTC),

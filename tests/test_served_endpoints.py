@@ -18,7 +18,8 @@ import yaml
 
 from secverify_dagster.concurrency import PROVIDER_TAG, SERVED_MODEL_TAG
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.jobs import ENV_TAG
+from secverify_dagster.partitions import add_model_partitions
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import load_registry
 from secverify_dagster.resources.vllm import VllmResource
@@ -128,7 +129,7 @@ def test_the_weekly_sweep_requests_no_run_for_a_served_model_whose_endpoint_is_d
     path = _registry(tmp_path, {"served-up": server, "served-down": closed})
     resources = {"models": ModelRegistryResource(registry_path=str(path)), "vllm": VllmResource(health_timeout_s=5)}
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(MODELS_PARTITION, ["served-up", "served-down", "heuristic"])
+        add_model_partitions(instance, [("e1", "served-up"), ("e1", "served-down"), ("e1", "heuristic")])
         with dg.build_schedule_context(
             instance=instance, scheduled_execution_time=datetime(2026, 11, 23, 6, tzinfo=UTC), resources=resources
         ) as context:
@@ -140,8 +141,14 @@ def test_the_weekly_sweep_requests_no_run_for_a_served_model_whose_endpoint_is_d
             "secverify/views": "none",
             PROVIDER_TAG: "openai_compatible",
             SERVED_MODEL_TAG: "served-up",
+            ENV_TAG: "e1",
         },
-        "heuristic": {"secverify/cadence": "weekly", "secverify/views": "none", PROVIDER_TAG: "baseline"},
+        "heuristic": {
+            "secverify/cadence": "weekly",
+            "secverify/views": "none",
+            PROVIDER_TAG: "baseline",
+            ENV_TAG: "e1",
+        },
     }
     assert f"not requesting e1:served-down: endpoint down: {closed}/models" in caplog.text
 

@@ -18,11 +18,11 @@ from tiny_models import save_tiny_model, smollm2_tokenizer
 
 from secverify_dagster.assets.keys import checkpoint_key
 from secverify_dagster.assets.training import approve_checkpoint_job, materialized_checkpoint
-from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION
+from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION, models_partition_name
 from secverify_dagster.reports.environment_report import build_report
-from secverify_dagster.resources.dagster_resources import ArtifactStoreResource
+from secverify_dagster.resources.dagster_resources import ArtifactStoreResource, ModelRegistryResource
 from secverify_dagster.resources.models import RegistryError, load_registry, require_promoted
-from secverify_dagster.resources.training import TrackingResource
+from secverify_dagster.resources.training import GpuResource, TrackingResource
 from secverify_dagster.runner.datasets import EvalDataset
 from secverify_dagster.runner.eval_runner import EvalRunner
 from secverify_dagster.training.checkpoint_evals import evaluate_checkpoint
@@ -35,9 +35,9 @@ from secverify_dagster.training.sft_datasets import build_env_sft_dataset
 from secverify_dagster.training.statuses import checkpoint_rows
 from sv_shared.config import project_root
 from sv_shared.data.datasets import read_dataset, write_dataset
-from sv_shared.registry import get_environment
+from sv_shared.registry import get_environment, implemented_env_ids
 from sv_shared.training.promotion import PromotionError
-from sv_shared.training.recipes import load_rlft_recipe
+from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe
 from sv_shared.training.sft_data import read_sft_dataset
 
 REPO = project_root()
@@ -178,6 +178,31 @@ def test_checkpoints_record_their_lineage_and_become_models(trained: dict[str, A
         assert spec.provider == "local_transformers" and spec.parent == manifest.parent_model
         assert spec.stage == manifest.stage and not spec.promoted
         assert (Path(spec.model) if Path(spec.model).is_absolute() else project_root() / spec.model).is_dir()
+
+
+def test_a_checkpoint_asset_adds_its_model_to_every_environment_it_can_answer(
+    trained: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training registers the checkpoint on the eval grids itself, before any sensor tick: every environment's model
+    set gets it (a local model answers every environment), and nothing else joins."""
+    from secverify_dagster.assets import training as training_assets
+
+    sft = trained["sft"]
+    # The training is the fixture's: the asset's own work after it (registration, metadata) is what runs here.
+    monkeypatch.setattr(training_assets, "train_sft", lambda *args, **kwargs: sft)
+    checkpoint = training_assets.build_checkpoint_asset(load_sft_recipe("tiny-sft"))
+    resources = {
+        "models": ModelRegistryResource(),
+        "artifacts": ArtifactStoreResource(),
+        "tracking": TrackingResource(),
+        "gpu": GpuResource(),
+    }
+    with dg.instance_for_test() as instance:
+        assert dg.materialize([checkpoint], instance=instance, resources=resources).success
+        sets = {
+            env_id: instance.get_dynamic_partitions(models_partition_name(env_id)) for env_id in implemented_env_ids()
+        }
+    assert sets == {env_id: [sft.model_id] for env_id in implemented_env_ids()}
 
 
 def test_grpo_logged_the_total_and_each_component(trained: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ from webserver import running_webserver
 
 from secverify_dagster.assets.keys import checkpoint_evals_key, eval_key, report_key
 from secverify_dagster.definitions import defs
-from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION
+from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION, registry_pairs
 from secverify_dagster.pipeline import prepare_instance
 from secverify_dagster.resources.models import load_registry
 from sv_shared.config import project_root
@@ -80,7 +80,9 @@ def instance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dg.Dag
     (home / "dagster.yaml").write_text(_instance_config(), encoding="utf-8")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setenv("SECVERIFY_OUTPUTS", str(tmp_path / "outputs"))
-    instance = prepare_instance(load_registry())
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(key, raising=False)  # the API models cannot run here: they are on no grid
+    instance = prepare_instance(registry_pairs(load_registry()))
     try:
         yield instance
     finally:
@@ -267,3 +269,12 @@ def test_the_ui_explains_automation_checkpoint_lineage_and_approval(
         page.wait_for_text(awaiting, timeout_s=60)
         page.wait_for_text("Total partitions", exact=False)
         page.screenshot("4-approval-partitions")
+
+        # An eval asset's grid lists the models that can run on its environment only: E1's baseline and the local
+        # model, not another environment's baseline nor an API model without its key.
+        page.navigate(f"{url}/assets/{eval_key(ENV_ID).to_user_string()}?view=partitions")
+        page.wait_for_text("heuristic", timeout_s=60)
+        page.wait_for_text("smollm2-135m-instruct", timeout_s=60)
+        shown = page.evaluate("document.body.innerText")
+        assert not {"tool-oracle", "phish-rules", "policy-defender", "gpt-5"} & set(shown.split()), shown[:2000]
+        page.screenshot("5-e1-partitions")

@@ -1,4 +1,5 @@
-"""Eval assets: one per environment, partitioned by model; each partition is one run folder written by the runner.
+"""Eval assets: one per environment, partitioned by the models that can run there (partitions.py); each partition is
+one run folder written by the runner.
 
 An environment's evals read only its own curated splits, so Dagster's lineage and staleness stay per environment.
 """
@@ -65,7 +66,7 @@ def build_eval_asset(env: Environment) -> dg.AssetsDefinition:
 
     @dg.asset(
         key=eval_key(env_id),
-        partitions_def=models_partitions,
+        partitions_def=models_partitions(env_id),
         deps=[curated_key(env_id)],
         group_name=env_id,
         kinds={"python"},

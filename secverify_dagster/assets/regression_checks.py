@@ -65,7 +65,7 @@ def build_regression_check(env: Environment) -> dg.AssetChecksDefinition:
             asset=key,
             name=CHECK_NAME,
             blocking=True,
-            partitions_def=models_partitions,
+            partitions_def=models_partitions(env.env_id),
             description=f"The model's {CORE_METRIC} on {env.env_id} did not drop by more than "
             f"{MAX_RELATIVE_DROP:.0%} (paired bootstrap CI below 0) against its previous comparable run.",
         )

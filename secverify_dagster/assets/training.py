@@ -25,7 +25,12 @@ from secverify_dagster.assets.keys import (
     synthetic_key,
 )
 from secverify_dagster.concurrency import training_pool
-from secverify_dagster.partitions import AWAITING_APPROVAL_PARTITION, MODELS_PARTITION, awaiting_approval_partitions
+from secverify_dagster.partitions import (
+    AWAITING_APPROVAL_PARTITION,
+    add_model_partitions,
+    awaiting_approval_partitions,
+    registry_pairs,
+)
 from secverify_dagster.publishing.wandb_artifacts import WandbArtifactError, log_checkpoint_artifact
 from secverify_dagster.reports.html import inline_images
 from secverify_dagster.research.experiments import training_inputs
@@ -260,10 +265,11 @@ def build_checkpoint_asset(recipe: SftRecipe | RlftRecipe) -> dg.AssetsDefinitio
                 )
         except TrainingError as error:
             raise dg.Failure(str(error)) from error
-        # The checkpoint is a model from now on: its evals' partitions exist before any sensor tick (the sensor still
-        # backfills it, by its own cursor).
-        if not context.instance.has_dynamic_partition(MODELS_PARTITION, manifest.model_id):
-            context.instance.add_dynamic_partitions(MODELS_PARTITION, [manifest.model_id])
+        # The checkpoint is a model from now on: its partitions exist, on every environment it can answer, before
+        # any sensor tick (the sensor still backfills it, by its own cursor).
+        registry = models.specs()
+        if manifest.model_id in registry:
+            add_model_partitions(context.instance, registry_pairs({manifest.model_id: registry[manifest.model_id]}))
         run_dir = checkpoint_dir(paths.checkpoints, manifest)
         try:
             artifact = log_checkpoint_artifact(

@@ -4,12 +4,12 @@ regression evals of the unmodified open checkpoints, monthly reports (definition
 Bi-weekly means every 14 days from a fixed Monday (cadences.BIWEEKLY_ANCHOR), across year ends too. A sweep asks
 only for runs that can happen: models still in the registry, configured for that environment, reachable from here
 (key or endpoint set, a served model's endpoint answering); the rest are logged with their reason, not launched to
-log "skipped". Each model is one run over its environments (the local model loads once per sweep, not once per
-environment), tagged with its provider for the run queue's limits (concurrency.provider_tags, dagster.yaml)."""
+log "skipped". Each (environment, model) pair is one run (an environment's eval asset has its own model set, so the
+partition grids list only runnable pairs; partitions.py), tagged with its model's provider for the run queue's limits
+(concurrency.provider_tags, dagster.yaml)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 
 import dagster as dg
@@ -21,8 +21,8 @@ from secverify_dagster.cadences import (
     is_open_base_model,
     runnable_pairs,
 )
-from secverify_dagster.jobs import eval_job, eval_run_request
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.jobs import EVAL_JOB, eval_run_request
+from secverify_dagster.partitions import models_partition_name
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.served_endpoints import without_down_endpoints
 from secverify_dagster.resources.vllm import VllmResource
@@ -41,15 +41,20 @@ def sweep_requests(
     views: bool,
     include: Callable[[str], bool] = lambda model_id: True,
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    """An eval run per registered model that can run here, over the implemented environments it can answer.
+    """An eval run per (environment, model) pair that can run here: each implemented environment's models (its
+    partitions) that are still registered and reachable.
 
     views: also run the feature-ablated views (E1's four: about 2.8 times E1's cost), or the full split only."""
     registry = models.specs()
-    partitions = sorted(context.instance.get_dynamic_partitions(MODELS_PARTITION))
-    chosen = [model_id for model_id in partitions if model_id not in registry or include(model_id)]
     envs = [env_id for env_id in env_ids if env_id in implemented_env_ids()]
-    baselines = {env_id: list(get_environment(env_id).baselines) for env_id in envs}
-    pairs, left_out = runnable_pairs(chosen, envs, registry, baselines)
+    pairs: list[tuple[str, str]] = []
+    left_out: dict[str, str] = {}
+    for env_id in envs:
+        partitions = sorted(context.instance.get_dynamic_partitions(models_partition_name(env_id)))
+        chosen = [model_id for model_id in partitions if model_id not in registry or include(model_id)]
+        runnable, skipped = runnable_pairs(chosen, [env_id], registry, {env_id: get_environment(env_id).baselines})
+        pairs += runnable
+        left_out |= skipped
     pairs, down = without_down_endpoints(pairs, vllm.down(registry, {model_id for _, model_id in pairs}))
     for pair, reason in sorted((left_out | down).items()):
         context.log.info(f"{tag}: not requesting {pair}: {reason}")
@@ -59,22 +64,19 @@ def sweep_requests(
         )
     stamp = context.scheduled_execution_time.strftime("%Y-%m-%d") if context.scheduled_execution_time else "now"
     config: dict[str, object] = {"seed": 42, **({"n": n} if n else {}), **({} if views else {"views": []})}
-    envs_of: dict[str, list[str]] = defaultdict(list)
-    for env_id, model_id in pairs:
-        envs_of[model_id].append(env_id)
     return [
         eval_run_request(
             registry[model_id],
-            model_envs,
-            run_key=f"{tag}:{stamp}:{model_id}",
+            env_id,
+            run_key=f"{tag}:{stamp}:{env_id}:{model_id}",
             config=config,
             tags={"secverify/cadence": tag, "secverify/views": "all" if views else "none"},
         )
-        for model_id, model_envs in envs_of.items()
+        for env_id, model_id in pairs
     ]
 
 
-@documented_schedule(job=eval_job, cron_schedule="0 6 * * 1", execution_timezone="UTC")
+@documented_schedule(job_name=EVAL_JOB, cron_schedule="0 6 * * 1", execution_timezone="UTC")
 def weekly_sweep(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
@@ -82,7 +84,7 @@ def weekly_sweep(
     return sweep_requests(context, models, vllm, list(WEEKLY_ENVS), n=10, tag="weekly", views=False)
 
 
-@documented_schedule(job=eval_job, cron_schedule="0 8 * * 1", execution_timezone="UTC")
+@documented_schedule(job_name=EVAL_JOB, cron_schedule="0 8 * * 1", execution_timezone="UTC")
 def biweekly_full_eval(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
@@ -95,7 +97,7 @@ def biweekly_full_eval(
     return sweep_requests(context, models, vllm, list(implemented_env_ids()), n=None, tag="biweekly", views=True)
 
 
-@documented_schedule(job=eval_job, cron_schedule="0 3 * * *", execution_timezone="UTC")
+@documented_schedule(job_name=EVAL_JOB, cron_schedule="0 3 * * *", execution_timezone="UTC")
 def nightly_regression(
     context: dg.ScheduleEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
 ) -> list[dg.RunRequest] | dg.SkipReason:

@@ -5,11 +5,12 @@ A backfill's tags are every one of its runs' tags, and the run queue limits runs
 tick's pairs are grouped by their model's provider tags (concurrency.provider_tags: local models, each API provider,
 each served model) into one backfill per group, a handful at most, each shown and cancellable as one in the UI.
 
-What it has backfilled is its own cursor, not the partition list: `secverify run` (or anyone) adding a partition
-does not take a model's backfill away. Which (environment, model) pairs can run is decided from the registry before
-anything is requested (a baseline only on its environment, an API model only with its key, a served model only with
-its endpoint); the rest are logged with their reason. A model backfilled on nothing (its key or endpoint is not set
-yet, its served endpoint does not answer now) is left out of the cursor, so a later tick backfills it once it can
+What it has backfilled is its own cursor, not the partition lists: `secverify run` (or anyone) adding a partition does
+not take a model's backfill away. Each runnable pair's model joins that environment's model set (partitions.py), so
+the eval assets' grids list only what can run. Which (environment, model) pairs can run is decided from the registry
+before anything is requested (a baseline only on its environment, an API model only with its key, a served model only
+with its endpoint); the rest are logged with their reason. A model backfilled on nothing (its key or endpoint is not
+set yet, its served endpoint does not answer now) is left out of the cursor, so a later tick backfills it once it can
 run. Models that left the registry are reported as retired.
 """
 
@@ -26,7 +27,7 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.cadences import runnable_pairs
 from secverify_dagster.concurrency import provider_tags
-from secverify_dagster.partitions import MODELS_PARTITION
+from secverify_dagster.partitions import new_partitions
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import ModelSpec
 from secverify_dagster.resources.served_endpoints import without_down_endpoints
@@ -85,9 +86,9 @@ def new_model_sensor(
         )
     envs = list(implemented_env_ids())
     baselines = {env_id: list(get_environment(env_id).baselines) for env_id in envs}
-    pairs, left_out = runnable_pairs(new_models, envs, registry, baselines)
-    down_models = vllm.down(registry, {model_id for _, model_id in pairs})
-    pairs, down = without_down_endpoints(pairs, down_models)
+    runnable, left_out = runnable_pairs(new_models, envs, registry, baselines)
+    down_models = vllm.down(registry, {model_id for _, model_id in runnable})
+    pairs, down = without_down_endpoints(runnable, down_models)
     for pair, reason in sorted((left_out | down).items()):
         context.log.info(f"not backfilling {pair}: {reason}")
     # A model with nothing to run yet (no key or endpoint set, its server down now) is asked again on a later tick: it
@@ -97,14 +98,15 @@ def new_model_sensor(
     if waiting:
         context.log.info(f"nothing to backfill yet for {waiting}: asked again on later ticks")
     cursor = json.dumps(sorted(set(registry) & backfilled | requested))
-    known = set(context.instance.get_dynamic_partitions(MODELS_PARTITION))
-    partitions = [model_id for model_id in new_models if model_id not in known]
+    # Every pair that can run joins its environment's model set, a served model whose server is down now too (its
+    # backfill comes on a later tick).
+    partitions = new_partitions(context.instance, runnable)
     requests = backfills_by_provider(pairs, registry, context.repository_def.asset_graph) if pairs else []
     context.log.info(f"new models {new_models}: {len(pairs)} eval runs in {len(requests)} backfills (one per provider)")
     return dg.SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(MODELS_PARTITION, partitions)]
-        if partitions
-        else [],
+        dynamic_partitions_requests=[
+            dg.AddDynamicPartitionsRequest(name, models) for name, models in sorted(partitions.items())
+        ],
         cursor=cursor,
     )
