@@ -35,8 +35,8 @@ from secverify_dagster.runner.dialogue import batch_policy
 from sv_env_code_vulnerability.data import make_diff
 from sv_env_code_vulnerability.verify import answer_json
 from sv_env_config_verification.canonical import CANONICAL
+from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.patching import apply_unified_diff
-from sv_env_config_verification.synth import unified_diff
 from sv_env_phishing_detection.detectors import LEXICONS
 from sv_env_phishing_detection.schema import EVIDENCE_TYPES
 from sv_env_phishing_detection.verify import MAX_EVIDENCE

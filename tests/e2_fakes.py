@@ -16,8 +16,8 @@ from typing import Any
 import polars as pl
 
 from sv_env_config_verification.loading import ConfigParseError, detect_kind, parse_config
+from sv_env_config_verification.manifests import pod_spec_of
 from sv_env_config_verification.schema import findings_to_json, label_of, with_content_hash
-from sv_env_config_verification.synth import pod_spec_of
 from sv_shared.execution.findings import Finding
 
 

@@ -12,9 +12,9 @@ from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.data import LoadReport, load_manifest_dir
 from sv_env_config_verification.hcltext import HclText
 from sv_env_config_verification.loading import ConfigParseError, parse_config
+from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.oracle import Oracle
 from sv_env_config_verification.schema import findings_from_json
-from sv_env_config_verification.synth import unified_diff
 
 # The issue's example: a `kind: List` whose second item is empty (a stray "-"), as kubectl-exported files have.
 LIST_WITH_NULL_ITEM = """\

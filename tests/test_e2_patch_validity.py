@@ -16,9 +16,9 @@ from e2_fakes import FakeOracle, make_item
 from sv_env_config_verification import hcltext, validity, verify
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config
+from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.oracle import Oracle
 from sv_env_config_verification.remediation import PatchOutcome
-from sv_env_config_verification.synth import unified_diff
 from sv_shared.answers.rewards import RewardWeights
 
 SETTINGS = verify.VerifierSettings(

@@ -10,8 +10,8 @@ from sv_env_config_verification import verify
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.baseline import remediate_kubernetes
 from sv_env_config_verification.canonical import CANONICAL
+from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.oracle import Oracle
-from sv_env_config_verification.synth import unified_diff
 
 
 def deployment(limits: str | None) -> str:

@@ -11,8 +11,8 @@ from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.adapters.semgrep import SemgrepAdapter
 from sv_env_config_verification.baseline import remediate_terraform
 from sv_env_config_verification.canonical import internet_scale
+from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.oracle import Oracle
-from sv_env_config_verification.synth import unified_diff
 
 OPEN = [
     "0.0.0.0/0",

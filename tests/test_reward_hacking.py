@@ -19,7 +19,7 @@ from e2_fakes import FakeOracle, make_item
 
 from sv_env_code_vulnerability.scanners import CodeScanners
 from sv_env_config_verification import verify as e2_verify
-from sv_env_config_verification.synth import unified_diff
+from sv_env_config_verification.manifests import unified_diff
 from sv_env_redteam_attack.verify import attack_reward
 from sv_env_redteam_defense.policy import load_policy_library
 from sv_env_redteam_defense.verify import OFF_TOPIC_ALLOWANCE, defense_outcome, key_point_coverage

@@ -18,8 +18,8 @@ from sv_env_config_verification import hcltext
 from sv_env_config_verification.canonical import internet_scale
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, parse_config
+from sv_env_config_verification.manifests import dump_yaml, unified_diff
 from sv_env_config_verification.pod_specs import containers, pod_specs
-from sv_env_config_verification.synth import dump_yaml, unified_diff
 from sv_shared.contracts import Baseline
 from sv_shared.execution.findings import Finding
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, parse_config
+from sv_env_config_verification.manifests import dump_yaml
 from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
 from sv_env_config_verification.pod_specs import pod_specs
 from sv_env_config_verification.schema import findings_from_json
-from sv_env_config_verification.synth import dump_yaml
 from sv_env_config_verification.validity import check_config, new_problems, original_validity
 from sv_shared.execution.findings import SEVERITY_WEIGHTS, Finding
 from sv_shared.execution.suppressions import added_suppressions
