@@ -66,6 +66,15 @@ def _wait_for_line(path: Path, text: str, process: subprocess.Popen, timeout_s: 
     raise AssertionError(f"no {text!r} line within {timeout_s:.0f} s:\n{path.read_text(errors='replace')}")
 
 
+def _once_generating(model: object, timeout_s: float = 60.0) -> None:
+    """Return once `model` is generating: told to stop after this, a batch cannot have finished (each takes about a
+    second at 1,000 tokens; a fixed sleep let a fast machine finish one before the stop)."""
+    deadline = time.monotonic() + timeout_s
+    while not model.generating:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "generation never started"
+        time.sleep(0.005)
+
+
 def _gone_within(pid: int, timeout_s: float) -> float | None:
     """Seconds until the process no longer runs (a zombie counts as gone), or None if it still runs after timeout_s."""
     from sv_shared.execution.processes import ProcessIdentity
@@ -99,7 +108,8 @@ def test_a_stopped_generation_ends_within_a_token_and_returns_no_cut_off_answer(
 
     worker = threading.Thread(target=generate)
     worker.start()
-    time.sleep(1.0)
+    _once_generating(model)
+    time.sleep(0.1)
     told = time.perf_counter()
     stop.set()
     worker.join(timeout=STOPPED_WITHIN_S)
@@ -130,6 +140,7 @@ def test_the_provider_answers_every_request_after_a_stop_with_a_named_error(tiny
 def test_interrupting_a_client_stops_generation_in_every_thread_that_uses_it(tiny_folder: Path) -> None:
     """Tool episodes generate in a pool of threads an interrupt does not reach: the client stops them all."""
     from secverify_dagster.resources.models import ModelClient, ProviderError
+    from secverify_dagster.resources.models.local_model import load_local_model
     from secverify_dagster.resources.models.local_transformers import LocalTransformersProvider
 
     spec = dataclasses.replace(_tiny_spec(tiny_folder), batch_size=2)
@@ -137,7 +148,7 @@ def test_interrupting_a_client_stops_generation_in_every_thread_that_uses_it(tin
     answers: list[object] = []
     worker = threading.Thread(target=lambda: answers.extend(client.complete_many(_requests(4, MAX_TOKENS))))
     worker.start()
-    time.sleep(1.0)
+    _once_generating(load_local_model(str(tiny_folder)))  # the process-wide model the provider generates with
     told = time.perf_counter()
     client.interrupt()
     worker.join(timeout=STOPPED_WITHIN_S)

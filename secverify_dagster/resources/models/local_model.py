@@ -165,6 +165,11 @@ class LocalModel:
         self.pad_id: int = int(self.tokenizer.pad_token_id)
         self.closing_ids = closing_token_ids(self.tokenizer, self.eos_ids | {self.pad_id})
 
+    @property
+    def generating(self) -> bool:
+        """Whether a generate call holds the model now (calls are serialised: the others wait for it)."""
+        return self._lock.locked()
+
     def __repr__(self) -> str:
         return f"LocalModel({self.source!r}, device={self.device!r})"
 
