@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from sv_env_config_verification.loading import ConfigParseError, detect_kind, parse_config
-from sv_env_config_verification.manifests import pod_spec_of
+from sv_env_config_verification.pod_specs import pod_specs
 from sv_env_config_verification.schema import findings_to_json, label_of, with_content_hash
 from sv_shared.execution.findings import Finding
 
@@ -63,8 +63,8 @@ class FakeOracle:
                 if resource.kind == "aws_security_group" and "0.0.0.0/0" in str(body):
                     found[("TF_OPEN_INGRESS", resource.name)] = _finding("TF_OPEN_INGRESS", "high", resource.name, name)
                 continue
-            spec = pod_spec_of(body)
-            for container in (spec or {}).get("containers") or []:
+            specs = [spec for _, spec in pod_specs(body)]
+            for container in specs[0].get("containers") or [] if specs else []:
                 context = container.get("securityContext") or {}
                 rules = [
                     ("K8S_PRIVILEGED", "high", context.get("privileged") is True),

@@ -1,5 +1,5 @@
-"""Kubernetes manifests as E2's mutations, fixes and baselines edit them: the one canonical YAML style, the pod spec of
-a workload, its containers and the RBAC rules; and the unified diff a fix is written as."""
+"""Kubernetes manifests as E2's mutations, fixes and baselines edit them: the one canonical YAML style, the pod specs of
+the workloads, their containers and the RBAC rules; and the unified diff a fix is written as."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-WORKLOAD_KINDS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
+from sv_env_config_verification.pod_specs import pod_specs
 
 Docs = list[Any]
 
@@ -19,26 +19,15 @@ def dump_yaml(documents: Docs) -> str:
     return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, width=120)
 
 
-def pod_spec_of(document: Any) -> dict[str, Any] | None:
-    """The pod spec inside a workload object (Pod, Deployment, ..., CronJob), or None."""
-    if not isinstance(document, dict) or document.get("kind") not in WORKLOAD_KINDS:
-        return None
-    spec = document.get("spec")
-    path = {"Pod": (), "CronJob": ("jobTemplate", "spec", "template", "spec")}.get(
-        document["kind"], ("template", "spec")
-    )
-    for key in path:
-        spec = spec.get(key) if isinstance(spec, dict) else None
-    return spec if isinstance(spec, dict) else None
-
-
 def workloads(documents: Docs) -> Iterator[tuple[str, dict[str, Any]]]:
-    """("Kind/name", pod spec) of every workload in the documents."""
+    """("Kind/name", pod spec) of every pod spec in the documents, found by shape as the labels and the oracle find
+    them (pod_specs.py, the one definition of where an object keeps its pods)."""
     for document in documents:
-        spec = pod_spec_of(document)
-        if spec is not None:
-            name = (document.get("metadata") or {}).get("name", "?")
-            yield f"{document['kind']}/{name}", spec
+        if not isinstance(document, dict):
+            continue
+        name = (document.get("metadata") or {}).get("name", "?")
+        for _, spec in pod_specs(document):
+            yield f"{document.get('kind', '?')}/{name}", spec
 
 
 def containers(documents: Docs) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
