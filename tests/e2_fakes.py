@@ -15,10 +15,13 @@ from typing import Any
 
 import polars as pl
 
-from sv_env_config_verification.loading import ConfigParseError, detect_kind, parse_config
+from sv_env_config_verification.config_model import ConfigParseError
+from sv_env_config_verification.loading import detect_kind, parse_config
 from sv_env_config_verification.pod_specs import pod_specs
 from sv_env_config_verification.schema import findings_to_json, label_of, with_content_hash
 from sv_shared.execution.findings import Finding
+
+BUILT_IN_WORKLOADS = ("Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
 
 
 @dataclass
@@ -63,7 +66,8 @@ class FakeOracle:
                 if resource.kind == "aws_security_group" and "0.0.0.0/0" in str(body):
                     found[("TF_OPEN_INGRESS", resource.name)] = _finding("TF_OPEN_INGRESS", "high", resource.name, name)
                 continue
-            specs = [spec for _, spec in pod_specs(body)]
+            # The fake's rules read the built-in workloads only (a custom resource's pods are the real oracle's).
+            specs = [spec for _, spec in pod_specs(body)] if body.get("kind") in BUILT_IN_WORKLOADS else []
             for container in specs[0].get("containers") or [] if specs else []:
                 context = container.get("securityContext") or {}
                 rules = [

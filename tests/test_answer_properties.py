@@ -25,7 +25,7 @@ from sv_env_code_vulnerability import verify as e3_verify
 from sv_env_config_verification import patching as e2_patching
 from sv_env_config_verification import schema as e2_schema
 from sv_env_config_verification import verify as e2_verify
-from sv_env_config_verification.loading import PARSE_ERROR_REASONS
+from sv_env_config_verification.config_model import PARSE_ERROR_REASONS
 from sv_env_phishing_detection import verify as e4_verify
 from sv_env_phishing_detection.schema import EVIDENCE_TYPES
 from sv_env_redteam_attack.schema import TACTICS

@@ -9,9 +9,10 @@ from e2_fakes import FakeOracle, make_item
 
 from sv_env_config_verification import verify as e2_verify
 from sv_env_config_verification.adapters.opa import OpaAdapter
+from sv_env_config_verification.config_model import ConfigParseError
 from sv_env_config_verification.data import LoadReport, load_manifest_dir
 from sv_env_config_verification.hcltext import HclText
-from sv_env_config_verification.loading import ConfigParseError, parse_config
+from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.oracle import Oracle
 from sv_env_config_verification.schema import findings_from_json

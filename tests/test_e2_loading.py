@@ -8,15 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sv_env_config_verification.loading import (
-    DEFAULT_LIMITS,
-    ConfigParseError,
-    LoadLimits,
-    decode_config,
-    detect_kind,
-    parse_config,
-    read_config_file,
-)
+from sv_env_config_verification.config_model import DEFAULT_LIMITS, ConfigParseError, LoadLimits, decode_config
+from sv_env_config_verification.loading import detect_kind, parse_config, read_config_file
 
 BILLION_LAUGHS = """\
 apiVersion: v1

@@ -9,7 +9,7 @@ import pytest
 
 from sv_env_config_verification.adapters.opa import RULE_MAP, OpaAdapter, render_message
 from sv_env_config_verification.canonical import CANONICAL
-from sv_env_config_verification.loading import ConfigParseError
+from sv_env_config_verification.config_model import ConfigParseError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "e2_opa"
 

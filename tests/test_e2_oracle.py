@@ -12,7 +12,7 @@ import regopy
 from sv_env_config_verification.adapters.opa import RULE_MAP as OPA_RULE_MAP
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.canonical import ADAPTER_MODULES, CANONICAL, canonical_id_for, mapping_table
-from sv_env_config_verification.loading import ParsedConfig
+from sv_env_config_verification.config_model import ParsedConfig
 from sv_env_config_verification.oracle import OPTIONAL_ADAPTERS, Oracle, merge_findings
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.findings import Finding, ToolStatus

@@ -16,8 +16,9 @@ from typing import Any
 
 from sv_env_config_verification import hcltext
 from sv_env_config_verification.canonical import internet_scale
+from sv_env_config_verification.config_model import ConfigParseError
 from sv_env_config_verification.data import Scanner
-from sv_env_config_verification.loading import ConfigParseError, parse_config
+from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.manifests import dump_yaml, unified_diff
 from sv_env_config_verification.pod_specs import containers, pod_specs
 from sv_shared.contracts import Baseline

@@ -31,7 +31,8 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import polars as pl
 
-from sv_env_config_verification.loading import ConfigParseError, decode_config, parse_config
+from sv_env_config_verification.config_model import ConfigParseError, decode_config
+from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.schema import (
     EXTENSIONS,
     HASH_COLUMNS,

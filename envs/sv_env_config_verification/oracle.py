@@ -32,16 +32,15 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from sv_env_config_verification.canonical import CANONICAL, canonical_id_for
-from sv_env_config_verification.loading import (
+from sv_env_config_verification.config_model import (
     DEFAULT_LIMITS,
     LOADER_VERSION,
     ConfigParseError,
     LoadLimits,
     ParsedConfig,
     decode_config,
-    detect_kind,
-    parse_config,
 )
+from sv_env_config_verification.loading import detect_kind, parse_config
 from sv_shared.data.hashing import sha256_hex
 from sv_shared.execution.cache import JsonCache
 from sv_shared.execution.findings import SEVERITIES, Finding, ScannerAdapter, ToolStatus

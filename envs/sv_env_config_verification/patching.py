@@ -25,7 +25,7 @@ import re
 from enum import StrEnum
 from typing import Any
 
-from sv_env_config_verification.loading import DEFAULT_LIMITS
+from sv_env_config_verification.config_model import DEFAULT_LIMITS
 from sv_shared.answers.parsing import SETTLED_REFUSALS, FormatError, decode_json
 from sv_shared.execution.patching import PatchError as DiffError
 from sv_shared.execution.patching import PatchErrorCode, PatchLimits, apply_patch_to_file

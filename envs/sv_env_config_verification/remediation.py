@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sv_env_config_verification.config_model import ConfigParseError, ParsedConfig
 from sv_env_config_verification.data import Scanner
-from sv_env_config_verification.loading import ConfigParseError, ParsedConfig, parse_config
+from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.manifests import dump_yaml
 from sv_env_config_verification.patching import PatchError, PatchErrorReason, apply_json_patch, apply_unified_diff
 from sv_env_config_verification.pod_specs import pod_specs

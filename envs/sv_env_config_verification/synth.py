@@ -22,8 +22,8 @@ import numpy as np
 import polars as pl
 
 from sv_env_config_verification import hcltext
+from sv_env_config_verification.config_model import ConfigParseError
 from sv_env_config_verification.data import Scanner
-from sv_env_config_verification.loading import ConfigParseError
 from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.mutations import apply_mutation, canonical_form, introduced_ids, mutations_for
 from sv_env_config_verification.schema import (

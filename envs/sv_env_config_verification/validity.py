@@ -11,7 +11,7 @@ Kubernetes
   enums), strict: unknown fields are refused too, as `kubectl apply` does by default. The schemas and the validator
   are kubernetes-validate's (the JSON schemas bundled in its wheel, newest Kubernetes version, `-local-strict`)
   run by jsonschema; they are read from the installed package, never fetched. A document that is not an object
-  (loading.SkippedEntry) is a schema problem too.
+  (config_model.SkippedEntry) is a schema problem too.
   Kinds without a schema (CRDs such as an Argo Rollout): a pod template at spec.template or
   spec.jobTemplate.spec.template is validated against the core PodTemplateSpec, and every other pod spec the
   labels find (pod_specs.py, by shape) against the core PodSpec; the rest of the object cannot be, and the
@@ -19,7 +19,7 @@ Kubernetes
   verdict on it stands, and the details say what was not checked. A built-in kind under an apiVersion that does
   not serve it is a schema problem, so renaming the apiVersion cannot switch validation off.
 
-Terraform (the patched text must already parse, loading.parse_terraform)
+Terraform (the patched text must already parse, terraform_parsing.parse_terraform)
 - duplicate_key: an attribute set twice in one block body (Terraform: "Attribute redefined"; python-hcl2 keeps
   the last), or a property repeated in the JSON syntax.
 - duplicate_resource: one resource address declared twice (Terraform: "Duplicate resource configuration").
@@ -58,7 +58,9 @@ from referencing import Registry, Resource
 from yaml.constructor import SafeConstructor
 
 from sv_env_config_verification import hcltext
-from sv_env_config_verification.loading import ConfigResource, ParsedConfig, json_key, parse_config
+from sv_env_config_verification.config_model import ConfigResource, ParsedConfig
+from sv_env_config_verification.kubernetes_parsing import json_key
+from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.patching import PatchErrorReason
 from sv_env_config_verification.pod_specs import pod_specs
 

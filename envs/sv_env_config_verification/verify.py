@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from sv_env_config_verification.baseline import oracle_answer
 from sv_env_config_verification.config import Config
+from sv_env_config_verification.config_model import ConfigParseError
 from sv_env_config_verification.data import Scanner
-from sv_env_config_verification.loading import ConfigParseError
 from sv_env_config_verification.patching import PatchError
 from sv_env_config_verification.remediation import UNKNOWN_ID_SEVERITY, apply_patch, evaluate_patch, severity_weight
 from sv_env_config_verification.schema import CANONICAL, findings_from_json, parse_answer

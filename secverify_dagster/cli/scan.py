@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sv_shared.data.files import json_text
 
 if TYPE_CHECKING:
-    from sv_env_config_verification.loading import LoadLimits
+    from sv_env_config_verification.config_model import LoadLimits
     from sv_env_config_verification.oracle import Oracle
     from sv_env_config_verification.verify import ConfigVerifier
 
@@ -39,7 +39,8 @@ def _refusal(path: str, kind: str, detail: str) -> dict[str, Any]:
 def _read(path: str, limits: LoadLimits) -> bytes:
     """The file's bytes, after checking it is a regular file within the loader's size limit (a device such as
     /dev/zero, a FIFO or a folder is refused before anything is read, and a file is never read beyond the limit)."""
-    from sv_env_config_verification.loading import ConfigParseError, read_config_file
+    from sv_env_config_verification.config_model import ConfigParseError
+    from sv_env_config_verification.loading import read_config_file
 
     status = Path(path).stat()
     if not stat.S_ISREG(status.st_mode):
@@ -69,7 +70,7 @@ def scan_oracle(*, use_cache: bool) -> Oracle:
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    from sv_env_config_verification.loading import ConfigParseError
+    from sv_env_config_verification.config_model import ConfigParseError
 
     oracle = scan_oracle(use_cache=not args.no_cache)
     configs: list[tuple[str, bytes]] = []

@@ -23,16 +23,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sv_env_config_verification.loading import (
+from sv_env_config_verification.config_model import (
     DEFAULT_LIMITS,
     LOADER_VERSION,
     ConfigParseError,
     ConfigResource,
     LoadLimits,
     ParsedConfig,
-    detect_kind,
-    parse_config,
 )
+from sv_env_config_verification.loading import detect_kind, parse_config
 from sv_shared.data.hashing import sha256_hex
 from sv_shared.execution.findings import SEVERITIES, Finding, ToolStatus
 

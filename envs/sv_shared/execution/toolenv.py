@@ -362,7 +362,7 @@ _TF_MODULE = re.compile(r'^module\s+"([^"]+)"')
 
 def _k8s_resource(lines: list[str], line: int) -> str | None:
     """ "Kind/name" of the document holding `line`; unnamed objects are "Kind/#<index of the object in the file>",
-    as loading.kubernetes_resource_name names them."""
+    as kubernetes_parsing.kubernetes_resource_name names them."""
     start, end, index = 0, len(lines), 0
     seen_content = False
     for number, text in enumerate(lines):
