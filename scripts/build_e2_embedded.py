@@ -11,7 +11,7 @@ To change the corpus, edit or add those files and run this script.
 
 Labels are not written by hand: `labels.json` holds what the oracle (every available scanner) finds in each file,
 with the oracle's tool versions, and a file is vulnerable iff it has a finding. Manifests are rewritten in one
-canonical style (mutations.canonical_form: parsed and dumped, keys in the order written, comments dropped) so a parsed
+canonical style (synth.canonical_form: parsed and dumped, keys in the order written, comments dropped) so a parsed
 and dumped copy equals the file, which keeps the diffs of synthetic (vulnerable, secure) pairs minimal.
 
 `synthetic.jsonl` holds variants of the secure hand-written files made by synth.generate, each kept only when the
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sv_env_config_verification import mutations, synth
+from sv_env_config_verification import synth
 from sv_env_config_verification.data import (
     LABELS_FILE,
     SYNTHETIC_FILE,
@@ -54,10 +54,10 @@ EVERY = 1_000_000
 MUTATION_PAIRS = 110
 """Two-flaw variants kept (of ~550 confirmable): enough that the held-out test split passes 50 items."""
 RECIPES: tuple[tuple[Callable[[str], list[str]], int], ...] = (
-    (mutations.mutations_for, EVERY),
-    (mutations.mutation_pairs_for, MUTATION_PAIRS),
-    (mutations.secure_edits_for, EVERY),
-    (mutations.secure_edit_pairs_for, EVERY),
+    (synth.mutations_for, EVERY),
+    (synth.mutation_pairs_for, MUTATION_PAIRS),
+    (synth.secure_edits_for, EVERY),
+    (synth.secure_edit_pairs_for, EVERY),
 )
 
 
@@ -66,7 +66,7 @@ def corpus() -> dict[str, tuple[str, str]]:
     loader takes every file there, so every one is labelled)."""
     root = embedded_dir()
     return {
-        f"{kind}/{path.name}": (kind, mutations.canonical_form(kind, path.read_text(encoding="utf-8")))
+        f"{kind}/{path.name}": (kind, synth.canonical_form(kind, path.read_text(encoding="utf-8")))
         for kind in KINDS
         for path in sorted((root / kind).iterdir())
         if path.is_file()

@@ -19,11 +19,11 @@ import polars as pl
 import pytest
 from e2_fakes import FakeOracle
 
-from sv_env_config_verification import data, mutations, schema
+from sv_env_config_verification import data, schema, synth
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config
-from sv_env_config_verification.mutations import canonical_form
 from sv_env_config_verification.oracle import Oracle
+from sv_env_config_verification.synth import canonical_form
 from sv_shared.data.errors import CorpusUnavailableError, CorpusValidationError
 from sv_shared.data.hashing import frame_hash
 
@@ -132,9 +132,7 @@ def test_build_script_keeps_the_shipped_files_and_labels_every_one(monkeypatch: 
 
     build = _build_script()
     # The pair recipes try ~2,000 candidates, nearly all unconfirmable by the fake oracle: single steps suffice here.
-    monkeypatch.setattr(
-        build, "RECIPES", ((mutations.mutations_for, build.EVERY), (mutations.secure_edits_for, build.EVERY))
-    )
+    monkeypatch.setattr(build, "RECIPES", ((synth.mutations_for, build.EVERY), (synth.secure_edits_for, build.EVERY)))
     rendered = build.files(oracle=FakeOracle())
     labels = json.loads(rendered.pop(data.embedded_dir() / data.LABELS_FILE))
     records = [json.loads(line) for line in rendered.pop(data.embedded_dir() / data.SYNTHETIC_FILE).splitlines()]
@@ -145,8 +143,8 @@ def test_build_script_keeps_the_shipped_files_and_labels_every_one(monkeypatch: 
     fake_ids = {"K8S_PRIVILEGED", "K8S_RUN_AS_ROOT", "K8S_LATEST_TAG", "K8S_NO_MEMORY_LIMIT", "TF_EBS_UNENCRYPTED"}
     for record in records:
         found = {finding["canonical_id"] for finding in record["findings"]}
-        assert set(mutations.introduced_ids(record["generator"])) <= found <= fake_ids | {"TF_OPEN_INGRESS"}
-        assert bool(found) == bool(mutations.introduced_ids(record["generator"]))
+        assert set(synth.introduced_ids(record["generator"])) <= found <= fake_ids | {"TF_OPEN_INGRESS"}
+        assert bool(found) == bool(synth.introduced_ids(record["generator"]))
 
 
 def test_shipped_synthetic_items_are_what_the_recipe_makes(embedded: pl.DataFrame) -> None:
@@ -158,14 +156,14 @@ def test_shipped_synthetic_items_are_what_the_recipe_makes(embedded: pl.DataFram
     generators = set()
     for row in synthetic.iter_rows(named=True):
         base_id = json.loads(row["generator_params"])["base_id"]
-        again = mutations.apply_mutation(row["kind"], texts[base_id], row["generator"], row["generator_seed"])
+        again = synth.apply_mutation(row["kind"], texts[base_id], row["generator"], row["generator_seed"])
         assert again is not None and again[0] == row["content"]
         found = {f.canonical_id for f in schema.findings_from_json(row["oracle_findings"])}
-        wanted = mutations.introduced_ids(row["generator"])
+        wanted = synth.introduced_ids(row["generator"])
         assert set(wanted) <= found and (bool(wanted) or not found)
         assert row["secure_variant_id"] == (base_id if wanted else None)
-        generators.update(row["generator"].split(mutations.COMBINATION))
-    assert generators == set(mutations.MUTATIONS) | set(mutations.SECURE_EDITS)
+        generators.update(row["generator"].split(synth.COMBINATION))
+    assert generators == set(synth.MUTATIONS) | set(synth.SECURE_EDITS)
 
 
 def test_embedded_labels_agree_with_the_project_policies(embedded: pl.DataFrame, opa: Oracle) -> None:

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from e2_fakes import FakeOracle, make_item
 
-from sv_env_config_verification import data, manifests, mutations, patching, schema, synth
+from sv_env_config_verification import data, manifests, patching, schema, synth
 from sv_env_config_verification.adapters.opa import OpaAdapter
 from sv_env_config_verification.loading import parse_config
 from sv_env_config_verification.oracle import Oracle
@@ -41,7 +41,7 @@ def _ids(oracle: Oracle, filename: str, text: str) -> set[str]:
 
 # A secure base for every mutation (the embedded corpus has a target for each).
 BASES = {
-    **dict.fromkeys(mutations.KUBERNETES_MUTATIONS, "storefront.yaml"),
+    **dict.fromkeys(synth.KUBERNETES_MUTATIONS, "storefront.yaml"),
     "k8s_rbac_wildcard": "config-reader-rbac.yaml",
     "tf_s3_public_acl": "s3-artifacts-private.tf",
     "tf_s3_public_access_block_off": "s3-artifacts-private.tf",
@@ -56,17 +56,17 @@ BASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(mutations.MUTATIONS))
+@pytest.mark.parametrize("name", sorted(synth.MUTATIONS))
 def test_each_mutation_introduces_its_flaw(name: str, embedded: pl.DataFrame, opa: Oracle) -> None:
     filename = BASES[name]
     kind = "kubernetes" if name.startswith("k8s") else "terraform"
     base = _content(embedded, filename)
     assert _ids(opa, filename, base) == set()
-    text, params = mutations.apply_mutation(kind, base, name, seed=11)
+    text, params = synth.apply_mutation(kind, base, name, seed=11)
     parse_config(kind, text)  # still a valid manifest / module
-    assert mutations.MUTATIONS[name][1] in _ids(opa, filename, text)
+    assert synth.MUTATIONS[name][1] in _ids(opa, filename, text)
     assert params["target"]
-    assert mutations.apply_mutation(kind, base, name, seed=11) == (text, params)  # a function of (base, seed)
+    assert synth.apply_mutation(kind, base, name, seed=11) == (text, params)  # a function of (base, seed)
     changed = [line for line in manifests.unified_diff(base, text, filename).splitlines()[2:] if line[:1] in "+-"]
     assert 0 < len(changed) <= 16, "a mutation is a small, local edit"
 
@@ -80,17 +80,17 @@ SECURE_EDIT_BASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(mutations.SECURE_EDITS))
+@pytest.mark.parametrize("name", sorted(synth.SECURE_EDITS))
 def test_each_secure_edit_changes_the_config_and_keeps_it_secure(
     name: str, embedded: pl.DataFrame, opa: Oracle
 ) -> None:
     filename = SECURE_EDIT_BASES[name]
     kind = "kubernetes" if name.startswith("k8s") else "terraform"
     base = _content(embedded, filename)
-    text, params = mutations.apply_mutation(kind, base, name, seed=3)
+    text, params = synth.apply_mutation(kind, base, name, seed=3)
     assert text != base and params["target"]
     assert _ids(opa, filename, text) == set()
-    assert mutations.introduced_ids(name) == ()
+    assert synth.introduced_ids(name) == ()
     changed = [line for line in manifests.unified_diff(base, text, filename).splitlines()[2:] if line[:1] in "+-"]
     assert 0 < len(changed) <= 12
 
@@ -98,7 +98,7 @@ def test_each_secure_edit_changes_the_config_and_keeps_it_secure(
 def test_a_terraform_rename_follows_every_reference(embedded: pl.DataFrame) -> None:
     base = _content(embedded, "s3-artifacts-private.tf")
     for seed in range(40):
-        text, params = mutations.apply_mutation("terraform", base, "tf_rename", seed=seed)
+        text, params = synth.apply_mutation("terraform", base, "tf_rename", seed=seed)
         if params["target"] == "aws_s3_bucket.artifacts":
             break
     assert "aws_s3_bucket.artifacts." in base and "aws_s3_bucket.artifacts." not in text
@@ -108,35 +108,32 @@ def test_a_terraform_rename_follows_every_reference(embedded: pl.DataFrame) -> N
 
 def test_a_mutation_pair_introduces_both_flaws(embedded: pl.DataFrame, opa: Oracle) -> None:
     name = "k8s_privileged+k8s_latest_tag"
-    assert name in mutations.mutation_pairs_for("kubernetes")
-    assert mutations.introduced_ids(name) == ("K8S_PRIVILEGED", "K8S_LATEST_TAG")
-    text, params = mutations.apply_mutation("kubernetes", _content(embedded, "storefront.yaml"), name, seed=5)
+    assert name in synth.mutation_pairs_for("kubernetes")
+    assert synth.introduced_ids(name) == ("K8S_PRIVILEGED", "K8S_LATEST_TAG")
+    text, params = synth.apply_mutation("kubernetes", _content(embedded, "storefront.yaml"), name, seed=5)
     assert set(params) == {"k8s_privileged", "k8s_latest_tag"}
     assert {"K8S_PRIVILEGED", "K8S_LATEST_TAG"} <= _ids(opa, "storefront.yaml", text)
     # Two mutations of the same id make no pair.
-    assert all(len(set(mutations.introduced_ids(pair))) == 2 for pair in mutations.mutation_pairs_for("terraform"))
+    assert all(len(set(synth.introduced_ids(pair))) == 2 for pair in synth.mutation_pairs_for("terraform"))
 
 
 def test_generate_with_secure_edits_keeps_only_variants_the_oracle_finds_clean(
     embedded: pl.DataFrame, opa: Oracle
 ) -> None:
     report = synth.SynthReport()
-    frame = synth.generate(embedded, 12, 42, opa, report=report, recipe=mutations.secure_edit_pairs_for)
+    frame = synth.generate(embedded, 12, 42, opa, report=report, recipe=synth.secure_edit_pairs_for)
     assert frame.height == 12 and set(frame["label"]) == {"secure"}
     assert frame["secure_variant_id"].null_count() == 12
-    assert all(mutations.COMBINATION in generator for generator in frame["generator"])
+    assert all(synth.COMBINATION in generator for generator in frame["generator"])
 
 
 def test_mutation_without_a_target_is_not_applicable(embedded: pl.DataFrame) -> None:
     assert (
-        mutations.apply_mutation("kubernetes", _content(embedded, "default-deny-netpol.yaml"), "k8s_privileged", 1)
-        is None
+        synth.apply_mutation("kubernetes", _content(embedded, "default-deny-netpol.yaml"), "k8s_privileged", 1) is None
     )
-    assert mutations.apply_mutation("terraform", _content(embedded, "vpc-network.tf"), "tf_rds_public", 1) is None
+    assert synth.apply_mutation("terraform", _content(embedded, "vpc-network.tf"), "tf_rds_public", 1) is None
     # A base that already has the flaw is not a target either.
-    assert (
-        mutations.apply_mutation("terraform", _content(embedded, "s3-website-public.tf"), "tf_s3_public_acl", 1) is None
-    )
+    assert synth.apply_mutation("terraform", _content(embedded, "s3-website-public.tf"), "tf_s3_public_acl", 1) is None
 
 
 def test_generate_confirms_records_and_pairs(embedded: pl.DataFrame, opa: Oracle) -> None:
@@ -149,10 +146,10 @@ def test_generate_confirms_records_and_pairs(embedded: pl.DataFrame, opa: Oracle
     assert sum(report.attempted.values()) == sum(sum(getattr(report, bucket).values()) for bucket in buckets)
     for row in frame.iter_rows(named=True):
         params = json.loads(row["generator_params"])
-        wanted = mutations.MUTATIONS[row["generator"]][1]
+        wanted = synth.MUTATIONS[row["generator"]][1]
         assert wanted in {f.canonical_id for f in schema.findings_from_json(row["oracle_findings"])}
         assert row["secure_variant_id"] == params["base_id"]  # embedded bases are canonical: the base is the twin
-        again = mutations.apply_mutation(
+        again = synth.apply_mutation(
             row["kind"], _content(embedded, row["filename"]), row["generator"], row["generator_seed"]
         )
         assert again is not None and again[0] == row["content"]
@@ -195,7 +192,7 @@ def test_non_canonical_base_gets_a_canonical_twin(opa: Oracle) -> None:
     frame = synth.generate(base, 3, 9, opa)
     twins = frame.filter(pl.col("generator") == "canonical_form")
     assert twins.height == 1 and twins["label"][0] == "secure"
-    assert twins["content"][0] == mutations.canonical_form("kubernetes", text)
+    assert twins["content"][0] == synth.canonical_form("kubernetes", text)
     variants = frame.filter(pl.col("generator") != "canonical_form")
     assert variants.height == 3 and set(variants["secure_variant_id"]) == {twins["config_id"][0]}
     for pair in synth.diff_pairs(frame).iter_rows(named=True):

@@ -1,5 +1,5 @@
 """E2's mutations: the edits that make a secure config vulnerable in one known way (each must introduce its canonical
-id, which the oracle confirms in synth.py), and the secure edits a repository's history makes without touching its
+id, which the oracle confirms in generation.py), and the secure edits a repository's history makes without touching its
 security. Kubernetes mutations edit the parsed documents and emit canonical YAML (manifests.dump_yaml); Terraform
 mutations edit the HCL text at the exact block or attribute (hcltext), keeping the author's layout."""
 

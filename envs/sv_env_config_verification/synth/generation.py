@@ -1,15 +1,5 @@
-"""Synthetic E2 items, following the seed's recipe: mutate secure configs into vulnerable variants, keep only the
-variants the oracle confirms, and pair each with its secure twin for SFT.
-
-The mutations and secure edits are mutations.py's; every mutated text is parsed again before it is scanned, so a
-variant is always a valid manifest or module.
-
-A mutation is confirmed when the oracle reports the canonical id it was meant to introduce; otherwise the variant
-is dropped and counted (SynthReport). Each row records how it was made: `generator` (the mutation), canonical-JSON
-`generator_params` (base config id, target, choices) and `generator_seed`; `secure_variant_id` names the secure
-twin. A base whose YAML is not already in canonical style gets a "canonical_form" twin row (same objects,
-canonical layout, labelled by the oracle) so the pair's diff shows the mutation and nothing else.
-"""
+"""The synthetic set: oracle-confirmed variants of the secure bases (generate, SynthReport) and the (vulnerable, secure)
+diff pairs for SFT (diff_pairs)."""
 
 from __future__ import annotations
 
@@ -25,7 +15,6 @@ from sv_env_config_verification import hcltext
 from sv_env_config_verification.config_model import ConfigParseError
 from sv_env_config_verification.data import Scanner
 from sv_env_config_verification.manifests import unified_diff
-from sv_env_config_verification.mutations import apply_mutation, canonical_form, introduced_ids, mutations_for
 from sv_env_config_verification.schema import (
     HASH_COLUMNS,
     ITEM_COLUMNS,
@@ -37,6 +26,7 @@ from sv_env_config_verification.schema import (
     label_of,
     validate_items,
 )
+from sv_env_config_verification.synth.mutations import apply_mutation, canonical_form, introduced_ids, mutations_for
 from sv_shared.data.hashing import content_hash, stable_json
 
 MAX_SEED = 2**62
