@@ -98,11 +98,21 @@ _GRADER_NOTES = (
 
 
 def _json(text: str) -> dict[str, Any] | None:
+    """The answer object an operator may rewrite, or None. An answer that repeats a key is left as it is: read and
+    written again it would keep only the last value, so an operator after `duplicate key` would put the honest value
+    it copied in the answer's place (a non-solving recipe turned into the honest answer, not a hole)."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("repeated key")
+    return dict(pairs)
 
 
 def _first_key(answer: dict[str, Any]) -> str:
