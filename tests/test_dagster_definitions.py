@@ -266,6 +266,18 @@ def test_new_model_sensor_backfills_what_can_run_once_in_one_backfill_per_provid
         again = _sensor_tick(instance, first.cursor)
         backfilled = sorted({model for _, model in expected})
         assert not again.run_requests and json.loads(again.cursor) == backfilled
+        # An instance whose sets predate the models (upgraded from one shared model set): the next tick fills every
+        # environment's set with its runnable pairs and asks for no backfill of models already backfilled.
+        with dg.instance_for_test() as upgraded:
+            filled = _sensor_tick(upgraded, again.cursor)
+            assert not filled.run_requests
+            assert {
+                (models_partition_name(env_id), model_id)
+                for request in filled.dynamic_partitions_requests
+                for model_id in request.partition_keys
+                for env_id in implemented_env_ids()
+                if request.partitions_def_name == models_partition_name(env_id)
+            } == {(models_partition_name(env_id), model_id) for env_id, model_id in expected}
         # Issue 27: a model added before its key is set is backfilled once the key is there, not forgotten.
         assert "gpt-5" not in backfilled
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")

@@ -69,7 +69,8 @@ def backfills_by_provider(
     description="Every minute (on by default): a model new to the registry (configs/models.yaml, or a trained "
     "checkpoint) is backfilled once on every environment it can answer, one backfill per provider; a model that "
     "cannot run anywhere yet (no key, no endpoint, its server down) is asked again on later ticks; the pairs left "
-    "out are logged with their reason.",
+    "out are logged with their reason. Every tick also adds each runnable pair to its environment's model set "
+    "(the eval grids), for models new or not.",
 )
 def new_model_sensor(
     context: dg.SensorEvaluationContext, models: ModelRegistryResource, vllm: VllmResource
@@ -79,13 +80,24 @@ def new_model_sensor(
     retired = sorted(backfilled - set(registry))
     if retired:
         context.log.warning(f"retired (no longer in the registry, no longer evaluated): {retired}")
+    envs = list(implemented_env_ids())
+    baselines = {env_id: list(get_environment(env_id).baselines) for env_id in envs}
+    # Every pair of the registry that can run is on its environment's grid, whoever added the model and whenever its
+    # key came: checked on every tick, so sets made before a model could run (an instance upgraded from one shared
+    # model set, a key set since) fill up without a backfill of their own; a served model whose server is down now
+    # joins too (its backfill comes on a later tick).
+    configured, _ = runnable_pairs(list(registry), envs, registry, baselines)
+    partition_requests = [
+        dg.AddDynamicPartitionsRequest(name, models)
+        for name, models in sorted(new_partitions(context.instance, configured).items())
+    ]
     new_models = [model_id for model_id in registry if model_id not in backfilled]
     if not new_models:
         return dg.SensorResult(
-            skip_reason="no new models in the registry", cursor=json.dumps(sorted(set(registry) & backfilled))
+            skip_reason=None if partition_requests else "no new models in the registry",
+            dynamic_partitions_requests=partition_requests,
+            cursor=json.dumps(sorted(set(registry) & backfilled)),
         )
-    envs = list(implemented_env_ids())
-    baselines = {env_id: list(get_environment(env_id).baselines) for env_id in envs}
     runnable, left_out = runnable_pairs(new_models, envs, registry, baselines)
     down_models = vllm.down(registry, {model_id for _, model_id in runnable})
     pairs, down = without_down_endpoints(runnable, down_models)
@@ -98,15 +110,6 @@ def new_model_sensor(
     if waiting:
         context.log.info(f"nothing to backfill yet for {waiting}: asked again on later ticks")
     cursor = json.dumps(sorted(set(registry) & backfilled | requested))
-    # Every pair that can run joins its environment's model set, a served model whose server is down now too (its
-    # backfill comes on a later tick).
-    partitions = new_partitions(context.instance, runnable)
     requests = backfills_by_provider(pairs, registry, context.repository_def.asset_graph) if pairs else []
     context.log.info(f"new models {new_models}: {len(pairs)} eval runs in {len(requests)} backfills (one per provider)")
-    return dg.SensorResult(
-        run_requests=requests,
-        dynamic_partitions_requests=[
-            dg.AddDynamicPartitionsRequest(name, models) for name, models in sorted(partitions.items())
-        ],
-        cursor=cursor,
-    )
+    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests, cursor=cursor)
