@@ -79,9 +79,9 @@ check: setup
 	$(BIN)/secverify check
 
 # $(DAGSTER_HOME) and its dagster.yaml are made by the code that opens the instance (as `secverify run` does), under a
-# lock, so they exist even after outputs/ was removed.
+# lock, so they exist even after outputs/ was removed; each eval grid gets the registry's models that can run there.
 dev: setup
-	$(BIN)/python -c "from secverify_dagster.pipeline import prepare_instance; prepare_instance()"
+	$(BIN)/python -c "from secverify_dagster.partitions import registry_pairs; from secverify_dagster.pipeline import prepare_instance; from secverify_dagster.resources.models import load_registry; prepare_instance(registry_pairs(load_registry()))"
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 lint: setup
