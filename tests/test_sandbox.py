@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from sv_shared.execution import sandbox as sandbox_module
+from sv_shared.execution import scratch as scratch_module
 from sv_shared.execution.patching import PYTEST_PROTECTED, PatchError, apply_patch_to_dir
 from sv_shared.execution.sandbox import (
     SANDBOX_UID,
@@ -61,7 +62,7 @@ def test_refuses_to_run_when_the_sandbox_is_unavailable(monkeypatch: pytest.Monk
 
 def test_status_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox_module.shutil, "which", lambda _name: None)
-    monkeypatch.setattr(sandbox_module, "_cgroup_v1_mounts", lambda: {})
+    monkeypatch.setattr(sandbox_module, "cgroup_v1_mounts", lambda: {})
     try:
         status = sandbox_status(refresh=True)
         assert not status.available
@@ -439,7 +440,7 @@ def test_mounts_shared_tmp_private_tmpfs_read_only_dirs_and_passed_descriptors(t
 
 @needs_sandbox
 def test_a_scratch_filesystem_caps_what_a_run_can_write_and_goes_away(tmp_path: Path) -> None:
-    with sandbox_module.scratch_filesystem(4 * 2**20, inodes=64, root=tmp_path) as scratch:
+    with scratch_module.scratch_filesystem(4 * 2**20, inodes=64, root=tmp_path) as scratch:
         work = scratch / "work"
         work.mkdir()
         result = run_python(
@@ -454,15 +455,15 @@ def test_a_scratch_filesystem_caps_what_a_run_can_write_and_goes_away(tmp_path: 
             work,
         )
         assert "refused 28" in result.stdout  # ENOSPC: the host's disk was never at risk
-        assert sandbox_module.scratch_usage(scratch).full
+        assert scratch_module.scratch_usage(scratch).full
     assert not scratch.exists()
     assert str(scratch) not in Path("/proc/self/mountinfo").read_text()
 
 
 @needs_sandbox
 def test_scratch_left_by_a_dead_process_is_removed(tmp_path: Path) -> None:
-    stale = tmp_path / f"{sandbox_module.SCRATCH_PREFIX}999999999-abc"
+    stale = tmp_path / f"{scratch_module.SCRATCH_PREFIX}999999999-abc"
     stale.mkdir()
-    sandbox_module._mount_tmpfs(stale, 2**20, 16)
-    sandbox_module._remove_stale_scratch()
+    scratch_module._mount_tmpfs(stale, 2**20, 16)
+    scratch_module.remove_stale_scratch()
     assert not stale.exists()

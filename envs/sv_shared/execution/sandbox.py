@@ -24,16 +24,15 @@ Sandbox.run() runs one command to its end. Sandbox.start() returns a SandboxRun 
 sandboxes together (E3's worker and test process): it can list the processes in its cgroup (what is left after a
 command, seen by the kernel, not by the sandboxed code) and be stopped from another thread; SandboxMounts adds host
 directories (read-write, read-only, or at /tmp to share it) and private tmpfs mounts, and pass_fds hands the command
-a pipe or socket to a trusted peer. scratch_filesystem() gives such runs a size- and inode-capped tmpfs on the host
-to bind their writable directories from: the disk quota (a full one fails writes with ENOSPC; scratch_usage() tells).
+a pipe or socket to a trusted peer. scratch.scratch_filesystem() gives such runs a size- and inode-capped tmpfs on the
+host to bind their writable directories from: the disk quota (a full one fails writes with ENOSPC; scratch_usage()
+tells). The limits, results and status are sandbox_types.py's; the per-run cgroups cgroups.py's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
-import math
 import os
 import re
 import selectors
@@ -41,21 +40,28 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
-KilledReason = Literal["timeout", "memory", "pids", "output", "cpu"]
+from sv_shared.execution.cgroups import RunCgroups, cgroup_v1_mounts, probe_cgroup, remove_stale_cgroups
+from sv_shared.execution.sandbox_types import (
+    CGROUP_NAME,
+    MIB,
+    SANDBOX_GID,
+    SANDBOX_UID,
+    SANDBOX_WORKDIR,
+    KilledReason,
+    SandboxError,
+    SandboxLimits,
+    SandboxResult,
+    SandboxStatus,
+    SandboxUnavailable,
+)
+from sv_shared.execution.scratch import probe_scratch, remove_stale_scratch
 
-SANDBOX_WORKDIR = "/workspace"
-SANDBOX_UID = 65534
-SANDBOX_GID = 65534
-CGROUP_NAME = "secverify"
 PYTEST_INI_PATH = "/opt/secverify/pytest.ini"
 #: Pristine pytest configuration used instead of anything in the project (pytest.ini, tox.ini, pyproject, setup.cfg).
 PYTEST_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\n"
@@ -70,150 +76,6 @@ _MARK_STARTED = 'printf S >/proc/self/fd/"$1" || exit 125; shift; exec "$@"'
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PIPE_DATA_MAX = 60 * 1024  # below the pipe buffer, so writing the data before the child starts cannot block
-_KIB = 1024
-_MIB = 1024 * 1024
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox cannot run here (bwrap, cgroups, root or a tool is missing); nothing was executed."""
-
-
-class SandboxError(RuntimeError):
-    """The sandbox failed to start for this run (bwrap or cgroup set-up error); the command did not run."""
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Resource limits for one run; the defaults suit a small project's pytest suite on a 2-core machine.
-
-    max_output_bytes is what is kept of each stream; a stream that passes kill_output_bytes gets the run killed
-    (killed_reason "output"), so a process printing forever costs at most that much reading.
-    cpu_s (soft RLIMIT_CPU; the hard limit is one second more) defaults to the timeout rounded up plus one second: it is
-    per process, the wall clock is the real bound.
-    kill_on_pids_limit ends the run as soon as a fork is refused, so a fork bomb costs a fraction of a second, not
-    the whole timeout.
-    """
-
-    timeout_s: float = 30.0
-    memory_bytes: int = 512 * _MIB
-    max_pids: int = 64
-    cpu_s: int | None = None
-    file_size_bytes: int = 16 * _MIB
-    max_open_files: int = 256
-    max_output_bytes: int = 64 * _KIB
-    kill_output_bytes: int = 1 * _MIB
-    tmpfs_bytes: int = 64 * _MIB
-    kill_on_pids_limit: bool = True
-
-    def __post_init__(self) -> None:
-        if self.timeout_s <= 0:
-            raise ValueError(f"SandboxLimits.timeout_s must be > 0, got {self.timeout_s}")
-        if self.memory_bytes < 16 * _MIB:
-            raise ValueError(f"SandboxLimits.memory_bytes must be >= 16 MiB, got {self.memory_bytes}")
-        if self.max_pids < 4:
-            raise ValueError(f"SandboxLimits.max_pids must be >= 4 (bwrap needs some), got {self.max_pids}")
-        if self.cpu_s is not None and self.cpu_s < 1:
-            raise ValueError(f"SandboxLimits.cpu_s must be >= 1, got {self.cpu_s}")
-        if min(self.file_size_bytes, self.max_open_files, self.max_output_bytes, self.tmpfs_bytes) < 1:
-            raise ValueError("SandboxLimits sizes and counts must be >= 1")
-        if self.kill_output_bytes < self.max_output_bytes:
-            raise ValueError("SandboxLimits.kill_output_bytes must be >= max_output_bytes")
-
-    @property
-    def effective_cpu_s(self) -> int:
-        """RLIMIT_CPU in seconds."""
-        return self.cpu_s if self.cpu_s is not None else math.ceil(self.timeout_s) + 1
-
-
-@dataclass(frozen=True)
-class SandboxResult:
-    """What one sandboxed run did. stdout/stderr are decoded UTF-8 (errors replaced), cut at max_output_bytes.
-
-    killed_reason names the limit that stopped or bounded the run: "output" (we killed it for printing too much),
-    "memory" (the kernel OOM-killed a process in the run's cgroup), "pids" (a fork was refused at max_pids),
-    "cpu" (RLIMIT_CPU's SIGXCPU / SIGKILL ended the command; a command killing itself with SIGKILL reads the same),
-    "timeout" (wall clock; timed_out is then True too).
-    """
-
-    returncode: int
-    stdout: str
-    stderr: str
-    stdout_truncated: bool
-    stderr_truncated: bool
-    timed_out: bool
-    killed_reason: KilledReason | None
-    wall_s: float
-    peak_memory_bytes: int | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the command exited 0 without hitting any limit."""
-        return self.returncode == 0 and self.killed_reason is None
-
-
-@dataclass(frozen=True)
-class SandboxStatus:
-    """Whether the sandbox can run here and, if not, exactly what is missing (each entry says how to fix it)."""
-
-    available: bool
-    missing: tuple[str, ...]
-    bwrap: str | None
-    bwrap_version: str | None
-    memory_cgroup: Path | None
-    pids_cgroup: Path | None
-    memsw: bool
-    notes: tuple[str, ...] = field(default=())
-
-    def describe(self) -> str:
-        """One human-readable paragraph for logs and error messages."""
-        if self.available:
-            extra = f" ({'; '.join(self.notes)})" if self.notes else ""
-            return f"sandbox available: {self.bwrap_version} at {self.bwrap}, cgroups {self.memory_cgroup}{extra}"
-        return "sandbox unavailable: " + "; ".join(self.missing)
-
-
-def _cgroup_v1_mounts() -> dict[str, Path]:
-    """Mount points of cgroup v1 hierarchies by controller, read from /proc/self/mountinfo."""
-    mounts: dict[str, Path] = {}
-    try:
-        text = Path("/proc/self/mountinfo").read_text()
-    except OSError:
-        return mounts
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        right_fields = right.split()
-        left_fields = left.split()
-        if len(right_fields) < 3 or right_fields[0] != "cgroup" or len(left_fields) < 5:
-            continue
-        mount_point = Path(left_fields[4].replace("\\040", " "))
-        for option in right_fields[2].split(","):
-            mounts.setdefault(option, mount_point)
-    return mounts
-
-
-def _probe_cgroup(root: Path, controller: str) -> str | None:
-    """Create and remove a probe cgroup under root/secverify; None when that works, else the reason."""
-    probe = root / CGROUP_NAME / f"probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        probe.mkdir(parents=True)
-        probe.rmdir()
-    except OSError as exc:
-        return f"cgroup v1 {controller} controller at {root} is not writable ({exc.strerror})"
-    return None
-
-
-def _remove_stale_cgroups(parent: Path) -> None:
-    """Remove empty per-run cgroups left by a process that died mid-run (their name carries its pid)."""
-    if not parent.is_dir():
-        return
-    for child in parent.iterdir():
-        match = re.fullmatch(r"run-(\d+)-[0-9a-f]+", child.name)
-        if not match or Path(f"/proc/{match.group(1)}").exists():
-            continue
-        with contextlib.suppress(OSError):
-            child.rmdir()  # fails, harmlessly, while processes remain in it
 
 
 def _system_binds() -> list[str]:
@@ -231,7 +93,7 @@ def _smoke_test(bwrap: str) -> str | None:
     """Start a trivial sandbox with the namespaces a run uses; None when it works, else bwrap's complaint."""
     argv = [bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
             "--unshare-cgroup-try", "--new-session", *_system_binds(), "--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", str(_MIB), "--tmpfs", "/tmp", "--remount-ro", "/",
+            "--perms", "1777", "--size", str(MIB), "--tmpfs", "/tmp", "--remount-ro", "/",
             "--", "/usr/bin/setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}", "--clear-groups",
             "--bounding-set=-all", "--inh-caps=-all", "--", "/usr/bin/true"]  # fmt: skip
     try:
@@ -242,94 +104,6 @@ def _smoke_test(bwrap: str) -> str | None:
         complaint = done.stderr.decode(errors="replace").strip() or f"exit status {done.returncode}"
         return f"bwrap could not start a sandbox: {complaint}"
     return None
-
-
-SCRATCH_PREFIX = "sv-scratch-"
-_MS_NOSUID = 2
-_MS_NODEV = 4
-_MNT_DETACH = 2
-
-
-@functools.lru_cache(maxsize=1)
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _mount_tmpfs(target: Path, size_bytes: int, inodes: int) -> None:
-    options = f"size={size_bytes},nr_inodes={inodes},mode=0755".encode()
-    if _libc().mount(b"tmpfs", os.fsencode(target), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, os.strerror(error), str(target))
-
-
-def _unmount(target: Path) -> None:
-    _libc().umount2(os.fsencode(target), _MNT_DETACH)
-
-
-@contextlib.contextmanager
-def scratch_filesystem(size_bytes: int, *, inodes: int = 16384, root: Path | None = None) -> Iterator[Path]:
-    """A fresh tmpfs of at most size_bytes and `inodes` files, mounted on a new host directory and unmounted and
-    removed on exit: the disk quota of runs whose writable directories are bound from it (a run that fills it gets
-    ENOSPC instead of filling the host's disk; its pages also count against the writer's memory cgroup)."""
-    path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=root))
-    try:
-        _mount_tmpfs(path, size_bytes, inodes)
-    except OSError as exc:
-        path.rmdir()
-        raise SandboxUnavailable(f"cannot mount a tmpfs scratch filesystem at {path}: {exc.strerror}") from exc
-    try:
-        yield path
-    finally:
-        _unmount(path)
-        with contextlib.suppress(OSError):
-            path.rmdir()
-
-
-@dataclass(frozen=True)
-class ScratchUsage:
-    used_bytes: int
-    size_bytes: int
-    free_inodes: int
-
-    @property
-    def full(self) -> bool:
-        """No room left for another block or another file: a writer has hit the quota."""
-        return self.used_bytes >= self.size_bytes or self.free_inodes == 0
-
-
-def scratch_usage(path: Path) -> ScratchUsage:
-    stats = os.statvfs(path)
-    return ScratchUsage(
-        used_bytes=(stats.f_blocks - stats.f_bfree) * stats.f_frsize,
-        size_bytes=stats.f_blocks * stats.f_frsize,
-        free_inodes=stats.f_ffree,
-    )
-
-
-def _remove_stale_scratch() -> None:
-    """Unmount and remove scratch filesystems left by a process that died mid-run (their name carries its pid)."""
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 5:
-            continue
-        mount_point = Path(fields[4].replace("\\040", " "))
-        match = re.fullmatch(rf"{SCRATCH_PREFIX}(\d+)-\w+", mount_point.name)
-        if match and not Path(f"/proc/{match.group(1)}").exists():
-            _unmount(mount_point)
-            with contextlib.suppress(OSError):
-                mount_point.rmdir()
-
-
-def _probe_scratch() -> str | None:
-    try:
-        with scratch_filesystem(_MIB, inodes=16):
-            return None
-    except SandboxUnavailable as exc:
-        return f"{exc} (scratch filesystems cap the disk a run may fill)"
 
 
 @functools.lru_cache(maxsize=1)
@@ -357,7 +131,7 @@ def _cached_status() -> SandboxStatus:
     for tool in ("/usr/bin/setpriv", "/usr/bin/prlimit", _SH):
         if not os.access(tool, os.X_OK):
             missing.append(f"{tool} not found (Debian packages `util-linux` / `dash`)")
-    mounts = _cgroup_v1_mounts()
+    mounts = cgroup_v1_mounts()
     memory_root, pids_root = mounts.get("memory"), mounts.get("pids")
     if memory_root is None:
         missing.append("cgroup v1 memory controller is not mounted (expected at /sys/fs/cgroup/memory)")
@@ -369,20 +143,20 @@ def _cached_status() -> SandboxStatus:
     if not missing:
         for root, name in ((memory_root, "memory"), (pids_root, "pids")):
             assert root is not None
-            problem = _probe_cgroup(root, name)
+            problem = probe_cgroup(root, name)
             if problem:
                 missing.append(problem)
     if not missing:
         for root in (memory_root, pids_root):
             assert root is not None
-            _remove_stale_cgroups(root / CGROUP_NAME)
+            remove_stale_cgroups(root / CGROUP_NAME)
     if not missing and bwrap is not None:
         problem = _smoke_test(bwrap)
         if problem:
             missing.append(problem)
     if not missing:
-        _remove_stale_scratch()
-        problem = _probe_scratch()
+        remove_stale_scratch()
+        problem = probe_scratch()
         if problem:
             missing.append(problem)
     return SandboxStatus(
@@ -443,96 +217,6 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for name in (*dirnames, *filenames):
             os.lchown(os.path.join(dirpath, name), uid, gid)
-
-
-def _read_int_field(path: Path, key: str) -> int:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-class _RunCgroups:
-    """The per-run memory and pids cgroups: created with limits, emptied with SIGKILL, removed."""
-
-    def __init__(self, status: SandboxStatus, limits: SandboxLimits) -> None:
-        assert status.memory_cgroup is not None and status.pids_cgroup is not None
-        run_id = f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.memory = status.memory_cgroup / run_id
-        self.pids = status.pids_cgroup / run_id
-        self.created: list[Path] = []
-        try:
-            for path in (self.memory, self.pids):
-                path.mkdir(parents=True)
-                self.created.append(path)
-            (self.memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
-            if status.memsw:
-                (self.memory / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_bytes))
-            (self.memory / "memory.swappiness").write_text("0")
-            (self.pids / "pids.max").write_text(str(limits.max_pids))
-        except OSError as exc:
-            self.remove()
-            raise SandboxError(f"cannot set up the run's cgroups: {exc}") from exc
-
-    @property
-    def procs_files(self) -> tuple[str, str]:
-        return str(self.memory / "cgroup.procs"), str(self.pids / "cgroup.procs")
-
-    def oom_kills(self) -> int:
-        return _read_int_field(self.memory / "memory.oom_control", "oom_kill")
-
-    def pids_refused(self) -> int:
-        return _read_int_field(self.pids / "pids.events", "max")
-
-    def peak_memory(self) -> int | None:
-        return _read_int(self.memory / "memory.max_usage_in_bytes")
-
-    def pids_now(self) -> set[int]:
-        try:
-            return {int(p) for p in (self.pids / "cgroup.procs").read_text().split()}
-        except OSError:
-            return set()
-
-    def kill_all(self, deadline_s: float = 5.0) -> None:
-        """SIGKILL every process in the run until both cgroups are empty (a fork bomb refills, so loop)."""
-        end = time.monotonic() + deadline_s
-        while time.monotonic() < end:
-            pids: set[int] = set()
-            for path in self.created:
-                try:
-                    pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
-                except OSError:
-                    continue
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
-
-    def remove(self) -> None:
-        """rmdir both cgroups, retrying briefly while killed tasks finish exiting."""
-        for path in list(self.created):
-            for _ in range(200):
-                try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
-            self.created.remove(path)
 
 
 def _data_pipe(data: bytes, pass_fds: list[int], close_after: list[int]) -> int:
@@ -684,7 +368,7 @@ class SandboxRun:
     def __init__(
         self,
         proc: subprocess.Popen[bytes],
-        cgroups: _RunCgroups,
+        cgroups: RunCgroups,
         limits: SandboxLimits,
         stdin: bytes | None,
         started: float,
@@ -953,7 +637,7 @@ class Sandbox:
 
         pass_list: list[int] = list(pass_fds)
         to_close: list[int] = []
-        cgroups: _RunCgroups | None = None
+        cgroups: RunCgroups | None = None
         proc: subprocess.Popen[bytes] | None = None
         status_r, status_w = os.pipe()
         to_close.append(status_r)
@@ -969,7 +653,7 @@ class Sandbox:
             }
             pass_list += [fd for fd in own if fd not in pass_list]
             bwrap_args = self._bwrap_args(workdir, limits, full_env, rel_readonly, data_fds, mounts)
-            cgroups = _RunCgroups(status, limits)
+            cgroups = RunCgroups(status, limits)
             cpu, fsize, nofile = limits.effective_cpu_s, limits.file_size_bytes, limits.max_open_files
             chain = [_SH, "-c", _JOIN_CGROUPS, "sh", *cgroups.procs_files, "--",
                      "/usr/bin/prlimit", f"--cpu={cpu}:{cpu + 1}", f"--fsize={fsize}:{fsize}",
