@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 
@@ -30,16 +30,7 @@ ParseErrorReason = Literal[
     "too_many_documents",
     "invalid_manifest",
 ]
-PARSE_ERROR_REASONS: tuple[str, ...] = (
-    "too_large",
-    "yaml_bomb",
-    "not_utf8",
-    "invalid_yaml",
-    "invalid_hcl",
-    "too_deep",
-    "too_many_documents",
-    "invalid_manifest",
-)
+PARSE_ERROR_REASONS: tuple[str, ...] = get_args(ParseErrorReason)
 
 
 class ConfigParseError(ValueError):

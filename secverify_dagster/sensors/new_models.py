@@ -27,7 +27,7 @@ from dagster._core.definitions.events import AssetKeyPartitionKey
 from secverify_dagster.assets.keys import eval_key
 from secverify_dagster.cadences import runnable_pairs
 from secverify_dagster.concurrency import provider_tags
-from secverify_dagster.partitions import new_partitions
+from secverify_dagster.partitions import new_partitions, registry_pairs
 from secverify_dagster.resources.dagster_resources import ModelRegistryResource
 from secverify_dagster.resources.models import ModelSpec
 from secverify_dagster.resources.served_endpoints import without_down_endpoints
@@ -86,10 +86,9 @@ def new_model_sensor(
     # key came: checked on every tick, so sets made before a model could run (an instance upgraded from one shared
     # model set, a key set since) fill up without a backfill of their own; a served model whose server is down now
     # joins too (its backfill comes on a later tick).
-    configured, _ = runnable_pairs(list(registry), envs, registry, baselines)
     partition_requests = [
         dg.AddDynamicPartitionsRequest(name, models)
-        for name, models in sorted(new_partitions(context.instance, configured).items())
+        for name, models in sorted(new_partitions(context.instance, registry_pairs(registry, envs)).items())
     ]
     new_models = [model_id for model_id in registry if model_id not in backfilled]
     if not new_models:
