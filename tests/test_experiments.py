@@ -29,7 +29,7 @@ from sv_shared.config import ConfigError, project_root
 from sv_shared.config.experiments import DataSlices, ExperimentError, experiment_recipe, load_experiment
 from sv_shared.registry import get_environment
 from sv_shared.training.checkpoints import CheckpointManifest, checkpoint_dir, read_manifest
-from sv_shared.training.sft_data import SftDataset, SftExample, write_sft_dataset
+from sv_shared.training.sft_files import SftDataset, SftExample, write_sft_dataset
 from sv_shared.training.trainers import TrainingResult
 
 REPO = project_root()

@@ -35,7 +35,8 @@ from sv_shared.data.review_decisions import (
     review_status,
 )
 from sv_shared.registry import get_environment
-from sv_shared.training.sft_data import build_sft_dataset, read_sft_dataset
+from sv_shared.training.sft_data import build_sft_dataset
+from sv_shared.training.sft_files import read_sft_dataset
 from sv_shared.training.synthetic_gate import UNFINISHED, ReviewOverride, gate_batches
 
 E1 = get_environment("e1")

@@ -21,15 +21,13 @@ from sv_shared.judging.redaction import is_redacted
 from sv_shared.judging.verdict import Verdict
 from sv_shared.registry import get_environment
 from sv_shared.runs.schema import ResultRecord, Usage
-from sv_shared.training.sft_data import (
+from sv_shared.training.sft_data import MIN_TARGET_CONFIDENCE, LabelTargets, build_sft_dataset
+from sv_shared.training.sft_files import (
     MANIFEST_FILE,
-    MIN_TARGET_CONFIDENCE,
     TRAIN_FILE,
-    LabelTargets,
     SftDataError,
     SftDataset,
     SftExample,
-    build_sft_dataset,
     read_sft_dataset,
     write_sft_dataset,
 )

@@ -222,7 +222,7 @@ def test_wandb_offline_runs_get_the_recipe_project_and_are_finished(
 
 
 def test_sft_rows_take_sft_examples_and_refuse_bad_ones() -> None:
-    from sv_shared.training.sft_data import SftExample
+    from sv_shared.training.sft_files import SftExample
 
     example = SftExample.model_validate(
         {

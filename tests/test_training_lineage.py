@@ -38,7 +38,7 @@ from sv_shared.data.datasets import read_dataset, write_dataset
 from sv_shared.registry import get_environment, implemented_env_ids
 from sv_shared.training.promotion import PromotionError
 from sv_shared.training.recipes import load_rlft_recipe, load_sft_recipe
-from sv_shared.training.sft_data import read_sft_dataset
+from sv_shared.training.sft_files import read_sft_dataset
 
 REPO = project_root()
 SFT_RECIPE = {

@@ -26,8 +26,8 @@ from sv_shared.data.datasets import read_dataset, value_counts
 from sv_shared.data.hashing import frame_hash
 from sv_shared.registry import ENV_NAMES, PACKAGES, get_environment
 from sv_shared.runs.schema import DatasetRef
-from sv_shared.training.sft_data import MANIFEST_FILE as SFT_MANIFEST_FILE
-from sv_shared.training.sft_data import TRAIN_FILE as SFT_TRAIN_FILE
+from sv_shared.training.sft_files import MANIFEST_FILE as SFT_MANIFEST_FILE
+from sv_shared.training.sft_files import TRAIN_FILE as SFT_TRAIN_FILE
 
 EMBEDDED = "embedded"
 EMBEDDED_SOURCE_PREFIX = "embedded:"

@@ -20,7 +20,8 @@ from sv_shared.data.review_batches import ITEMS_FILE, batches_root, find_batch
 from sv_shared.runs.schema import ExperimentRef
 from sv_shared.training.recipes import Recipe, RlftRecipe, SftRecipe
 from sv_shared.training.rewards import grpo_prompt_rows
-from sv_shared.training.sft_data import SYNTHETIC_PREFIX, SftExample, read_sft_dataset
+from sv_shared.training.sft_data import SYNTHETIC_PREFIX
+from sv_shared.training.sft_files import SftExample, read_sft_dataset
 from sv_shared.training.synthetic_gate import gate_batches
 
 if TYPE_CHECKING:

@@ -19,7 +19,8 @@ from sv_shared.data.hashing import frame_hash
 from sv_shared.data.review_batches import batches_root, list_batches, unfinished_batches
 from sv_shared.data.review_decisions import ReviewSettings
 from sv_shared.runs.folder import RunFolder
-from sv_shared.training.sft_data import LabelTargets, SftDataset, build_sft_dataset, write_sft_dataset
+from sv_shared.training.sft_data import LabelTargets, build_sft_dataset
+from sv_shared.training.sft_files import SftDataset, write_sft_dataset
 from sv_shared.training.synthetic_gate import ReviewOverride, gate_batches
 
 
