@@ -37,7 +37,8 @@ from sv_env_code_vulnerability.data import make_diff
 from sv_env_config_verification.manifests import unified_diff
 from sv_env_config_verification.patching import apply_unified_diff
 from sv_shared.contracts import Environment, Item, Message
-from sv_shared.execution.patching import PatchError, apply_patch_to_files
+from sv_shared.execution.patch_format import PatchError
+from sv_shared.execution.patching import apply_patch_to_files
 from sv_shared.execution.python_ast import parse_python
 from sv_shared.registry import get_environment
 

@@ -31,6 +31,7 @@ from sv_env_phishing_detection.schema import EVIDENCE_TYPES
 from sv_env_redteam_attack.schema import TACTICS
 from sv_shared.answers.parsing import SETTLED_REFUSALS, FormatError
 from sv_shared.contracts import CompletionVerifier, Environment, ParseResult, ScoredSample
+from sv_shared.execution import patch_format
 from sv_shared.execution import patching as shared_patching
 from sv_shared.execution.findings import SEVERITIES
 from sv_shared.execution.sandbox import sandbox_status
@@ -502,9 +503,9 @@ PROJECT = {
 @given(diff_lines(PROJECT["app.py"], ["app.py", "tests/test_app.py", "new.py"]))
 def test_project_diffs_apply_or_name_why(diff: str) -> None:
     try:
-        result = shared_patching.apply_patch_to_files(diff, PROJECT, protected=shared_patching.PYTEST_PROTECTED)
-    except shared_patching.PatchError as error:
-        assert error.code in set(shared_patching.PatchErrorCode)
+        result = shared_patching.apply_patch_to_files(diff, PROJECT, protected=patch_format.PYTEST_PROTECTED)
+    except patch_format.PatchError as error:
+        assert error.code in set(patch_format.PatchErrorCode)
     else:
         assert all(isinstance(text, str) for text in result.updated(PROJECT).values())
 

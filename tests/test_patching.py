@@ -8,17 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from sv_shared.execution.patching import (
+from sv_shared.execution.patch_format import (
     PYTEST_PROTECTED,
     DiffStats,
     PatchError,
     PatchLimits,
-    apply_patch_to_dir,
-    apply_patch_to_file,
-    apply_patch_to_files,
     is_protected,
     parse_unified_diff,
 )
+from sv_shared.execution.patching import apply_patch_to_dir, apply_patch_to_file, apply_patch_to_files
 
 APP = (
     "import sqlite3\n\n\ndef find(db, name):\n"

@@ -19,7 +19,8 @@ import pytest
 
 from sv_shared.execution import sandbox as sandbox_module
 from sv_shared.execution import scratch as scratch_module
-from sv_shared.execution.patching import PYTEST_PROTECTED, PatchError, apply_patch_to_dir
+from sv_shared.execution.patch_format import PYTEST_PROTECTED, PatchError
+from sv_shared.execution.patching import apply_patch_to_dir
 from sv_shared.execution.sandbox import (
     SANDBOX_UID,
     Sandbox,

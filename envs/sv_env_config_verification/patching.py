@@ -27,8 +27,9 @@ from typing import Any
 
 from sv_env_config_verification.config_model import DEFAULT_LIMITS
 from sv_shared.answers.parsing import SETTLED_REFUSALS, FormatError, decode_json
-from sv_shared.execution.patching import PatchError as DiffError
-from sv_shared.execution.patching import PatchErrorCode, PatchLimits, apply_patch_to_file
+from sv_shared.execution.patch_format import PatchError as DiffError
+from sv_shared.execution.patch_format import PatchErrorCode, PatchLimits
+from sv_shared.execution.patching import apply_patch_to_file
 
 MAX_PATCH_BYTES = 200_000
 MAX_JSON_PATCH_OPS = 200
