@@ -34,8 +34,10 @@ from sv_shared.registry import get_environment
 _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 SETUP_WAIT_S = 120.0
-STORAGE_RACE_TRIES = 5
 """How long a process waits for another one setting up the same Dagster home (seconds of work)."""
+
+STORAGE_RACE_TRIES = 5
+"""How many times a machine opens a new shared database that another machine is creating at the same moment."""
 
 INTERRUPTED = 130
 """The exit status after a run was interrupted (SIGTERM, Ctrl-C): the shell's status for an interrupted command."""
